@@ -1,0 +1,341 @@
+"""The library's front door: :class:`SessionStore` composes the store, context building,
+validation, projection and compaction planning.
+
+    store = SessionStore("sqlite:///sessions.db")
+    sid = store.create_session(cwd="/repo")
+    store.append_message(sid, user_message("hi"))
+    ctx = store.context(sid)          # messages, llm, thinkingLevel, model, diagnostics
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Connection, select
+
+from sessionstore.context import build_session_context, project
+from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
+from sessionstore.context.project import TransformContext
+from sessionstore.errors import InvalidCompactionError, InvalidInputError
+from sessionstore.models.content import WireModel
+from sessionstore.models.entries import CompactionEntry
+from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
+from sessionstore.models.timestamps import now_iso
+from sessionstore.store.schema import entries
+from sessionstore.store.store import UNSET, EntryStore, ImportResult, SessionInfo, TreeNode, _Unset
+from sessionstore.validate import Diagnostic, validate_transcript
+from sessionstore.wire.jsonl import CURRENT_VERSION, format_validation_error
+
+Json = dict[str, Any]
+Leaf = str | None | _Unset
+
+
+@dataclass(slots=True)
+class ContextResult:
+    """The context a model call at ``leaf_id`` gets, with its diagnostics (never raises on odd data)."""
+
+    session_id: str
+    leaf_id: str | None
+    messages: list[Json]
+    entry_ids: list[str | None]
+    llm: list[Json]
+    thinking_level: str
+    model: Json | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_json(self) -> Json:
+        return {
+            "sessionId": self.session_id,
+            "leafId": self.leaf_id,
+            "messages": self.messages,
+            "llm": self.llm,
+            "thinkingLevel": self.thinking_level,
+            "model": self.model,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
+    """Wire data of a message: a model's ``to_wire()``, or a deep copy of a mapping whose known role
+    must have the right shape (unknown roles are kept as opaque data)."""
+    if isinstance(message, WireModel):
+        return message.to_wire()
+    if not isinstance(message, Mapping):
+        raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
+    data = copy.deepcopy(dict(message))
+    if not isinstance(data.get("role"), str):
+        raise InvalidInputError("a message needs a string 'role'")
+    try:
+        parse_agent_message(data)
+    except ValidationError as exc:
+        raise InvalidInputError(f"bad {data['role']!r} message: {format_validation_error(exc)}") from None
+    return data
+
+
+class SessionStore(EntryStore):
+    """Sessions in SQLite or PostgreSQL with pi's session-manager operations, context and projection."""
+
+    # -- context -------------------------------------------------------------------------------
+    def context(
+        self,
+        session_id: str,
+        *,
+        leaf_id: Leaf = UNSET,
+        provider_safe: bool = False,
+        transform_context: TransformContext | None = None,
+    ) -> ContextResult:
+        """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
+
+        Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
+        part = self.context_slice(session_id, leaf_id)
+        built = build_session_context(part.path, thinking_entry=part.thinking_entry, model_entry=part.model_entry)
+        diagnostics = list(built.diagnostics)
+        diagnostics.extend(
+            validate_transcript(built.messages, entry_ids=built.entry_ids, known_roles=known_roles() - BUILTIN_ROLES)
+        )
+        projection = project(
+            built.messages,
+            built.entry_ids,
+            transform_context=transform_context,
+            provider_safe_repairs=provider_safe,
+        )
+        diagnostics.extend(projection.diagnostics)
+        return ContextResult(
+            session_id=session_id,
+            leaf_id=part.leaf_id,
+            messages=built.messages,
+            entry_ids=built.entry_ids,
+            llm=projection.llm,
+            thinking_level=built.thinking_level,
+            model=built.model,
+            diagnostics=diagnostics,
+        )
+
+    def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:
+        """Diagnostics of the context at the leaf (shape, linkage, compaction)."""
+        return self.context(session_id, leaf_id=leaf_id).diagnostics
+
+    # -- appends -------------------------------------------------------------------------------
+    def append_message(
+        self, session_id: str, message: WireModel | Mapping[str, Any], *, expected_leaf: Leaf = UNSET
+    ) -> str:
+        return self.append_entry(
+            session_id, {"type": "message", "message": message_to_wire(message)}, expected_leaf=expected_leaf
+        )
+
+    def append_model_change(
+        self, session_id: str, *, provider: str, model_id: str, expected_leaf: Leaf = UNSET
+    ) -> str:
+        return self.append_entry(
+            session_id,
+            {"type": "model_change", "provider": provider, "modelId": model_id},
+            expected_leaf=expected_leaf,
+        )
+
+    def append_thinking_level_change(
+        self, session_id: str, thinking_level: str, *, expected_leaf: Leaf = UNSET
+    ) -> str:
+        return self.append_entry(
+            session_id,
+            {"type": "thinking_level_change", "thinkingLevel": thinking_level},
+            expected_leaf=expected_leaf,
+        )
+
+    def append_custom(
+        self, session_id: str, custom_type: str, data: Any = None, *, expected_leaf: Leaf = UNSET
+    ) -> str:
+        """Extension state; never part of the context."""
+        fields: Json = {"type": "custom", "customType": custom_type}
+        if data is not None:
+            fields["data"] = copy.deepcopy(data)
+        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+
+    def append_custom_message(
+        self,
+        session_id: str,
+        custom_type: str,
+        content: str | list[Any],
+        *,
+        display: bool = True,
+        details: Any = None,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """A message injected by an extension; part of the context as a ``custom`` message."""
+        fields: Json = {
+            "type": "custom_message",
+            "customType": custom_type,
+            "content": copy.deepcopy(content),
+            "display": display,
+        }
+        if details is not None:
+            fields["details"] = copy.deepcopy(details)
+        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+
+    def append_label(
+        self, session_id: str, target_id: str, label: str | None = None, *, expected_leaf: Leaf = UNSET
+    ) -> str:
+        """Label ``target_id`` (which must exist); no ``label`` clears it."""
+        self.entry(session_id, target_id)
+        fields: Json = {"type": "label", "targetId": target_id}
+        if label is not None:
+            fields["label"] = label
+        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+
+    def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
+        """Name the session (the latest name wins)."""
+        return self.append_entry(session_id, {"type": "session_info", "name": name}, expected_leaf=expected_leaf)
+
+    # -- leaf and branches ---------------------------------------------------------------------
+    def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
+        """Move the leaf to an earlier entry; the next append starts a new branch there."""
+        self.set_leaf(session_id, entry_id, expected_leaf=expected_leaf)
+
+    def reset_leaf(self, session_id: str, *, expected_leaf: Leaf = UNSET) -> None:
+        """Move the leaf before the first entry; the next append is a new root."""
+        self.set_leaf(session_id, None, expected_leaf=expected_leaf)
+
+    def branch_with_summary(
+        self,
+        session_id: str,
+        entry_id: str | None,
+        summary: str,
+        *,
+        details: Any = None,
+        from_hook: bool | None = None,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """Append a ``branch_summary`` child of ``entry_id`` whose ``fromId`` is the leaf being left
+        (``"root"`` when there is none), and move the leaf to it."""
+        leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
+        fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
+        if details is not None:
+            fields["details"] = copy.deepcopy(details)
+        if from_hook is not None:
+            fields["fromHook"] = from_hook
+        return self.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
+
+    def fork(self, session_id: str, *, leaf_id: Leaf = UNSET, new_session_id: str | None = None) -> str:
+        """A new session holding the path root..leaf (labels of path entries kept); its header's
+        ``parentSession`` names this session. Returns the new session's id."""
+        source = self.session(session_id)
+        path = self.path(session_id, leaf_id)
+        on_path = {e["id"] for e in path}
+        wanted = {t: lbl for t, lbl in self.labels(session_id).items() if t in on_path}
+        copied: dict[str, str | None] = {}
+        for entry in path:
+            if entry.get("type") == "label":
+                copied[entry.get("targetId")] = entry.get("label")
+        new_entries = [copy.deepcopy(e) for e in path]
+        parent = path[-1]["id"] if path else None
+        taken = set(on_path)
+        for target, label in wanted.items():
+            if copied.get(target) == label:
+                continue
+            label_id = _fresh_id(taken)
+            new_entries.append(
+                {"type": "label", "id": label_id, "parentId": parent, "timestamp": now_iso(), "targetId": target,
+                 "label": label}
+            )
+            parent = label_id
+        header: Json = {
+            "type": "session",
+            "version": CURRENT_VERSION,
+            "id": new_session_id or str(uuid.uuid4()),
+            "timestamp": now_iso(),
+            "cwd": source.cwd,
+            "parentSession": session_id,
+        }
+        return self.insert_session(header, new_entries).session_id
+
+    # -- compaction ----------------------------------------------------------------------------
+    def plan_compaction(
+        self,
+        session_id: str,
+        *,
+        keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+        leaf_id: Leaf = UNSET,
+    ) -> CompactionPlan | None:
+        """What compacting at the leaf would keep and summarise (``None``: nothing to compact)."""
+        return plan_compaction(self.path(session_id, leaf_id), keep_recent_tokens=keep_recent_tokens)
+
+    def compact(
+        self,
+        session_id: str,
+        *,
+        summary: str,
+        first_kept_entry_id: str | None = None,
+        tokens_before: int | None = None,
+        details: Any = None,
+        from_hook: bool | None = None,
+        keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """Append a ``compaction`` entry at the leaf. Without ``first_kept_entry_id`` the cut is
+        planned as pi plans it; a given id must be on the path before the compaction and must not be a
+        toolResult (pi stores such ids unchecked, then drops context or sends an orphan result)."""
+        if first_kept_entry_id is None or tokens_before is None:
+            leaf = self.leaf(session_id)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
+                from sessionstore.errors import LeafConflictError
+
+                raise LeafConflictError(session_id, expected_leaf, leaf)
+            plan = self.plan_compaction(session_id, keep_recent_tokens=keep_recent_tokens)
+            if plan is None:
+                raise InvalidCompactionError(
+                    f"session {session_id!r}: nothing to compact (no entries, or the leaf is a compaction)"
+                )
+            if first_kept_entry_id is None:
+                first_kept_entry_id = plan.first_kept_entry_id
+            if tokens_before is None:
+                tokens_before = plan.tokens_before or plan.estimated_tokens_before
+            expected_leaf = leaf
+        fields: Json = {
+            "type": "compaction",
+            "summary": summary,
+            "firstKeptEntryId": first_kept_entry_id,
+            "tokensBefore": tokens_before,
+        }
+        if details is not None:
+            fields["details"] = copy.deepcopy(details)
+        if from_hook is not None:
+            fields["fromHook"] = from_hook
+        CompactionEntry.model_validate({**fields, "id": "x", "parentId": None, "timestamp": ""})
+        return self.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
+
+    def _check_first_kept(self, conn: Connection, entry: Json, row: Any) -> None:
+        first_kept = entry["firstKeptEntryId"]
+        session_id = row.id
+        target = conn.execute(
+            select(entries.c.role).where(entries.c.session_id == session_id, entries.c.entry_id == first_kept)
+        ).first()
+        on_path = (
+            target is not None
+            and row.leaf_seq is not None
+            and self._kept_depth(conn, session_id, first_kept, row.leaf_seq) is not None
+        )
+        if not on_path:
+            raise InvalidCompactionError(
+                f"firstKeptEntryId {first_kept!r} is not on the path before the compaction"
+                " (pi would silently drop every kept message)"
+            )
+        if target is not None and target.role == "toolResult":
+            raise InvalidCompactionError(
+                f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
+                " whose call was summarised away"
+            )
+
+
+def _fresh_id(taken: set[str]) -> str:
+    while True:
+        candidate = uuid.uuid4().hex[:8]
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+
+
+__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "TreeNode", "message_to_wire"]

@@ -1,0 +1,236 @@
+"""Projection to provider messages (SPEC 6): pi's ``convertToLlm``, the optional
+``transform_context`` hook and the provider-safe repairs pi's provider layer makes before a call.
+
+The source messages are never modified: unchanged roles are passed through as the same objects,
+projected roles are new dicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sessionstore.models.messages import registered_role
+from sessionstore.validate import Diagnostic
+
+Json = dict[str, Any]
+TransformContext = Callable[[list[Json]], Any]
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+NO_RESULT_TEXT = "No result provided"
+
+
+def bash_execution_to_text(message: Json) -> str:
+    """pi's ``bashExecutionToText``, byte for byte."""
+    text = f"Ran `{message.get('command')}`\n"
+    output = message.get("output")
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif exit_code is not None and exit_code != 0:
+        text += f"\n\nCommand exited with code {_js_str(exit_code)}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _js_str(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _user_text(text: str, timestamp: Any) -> Json:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+
+
+def convert_message(message: Json) -> list[Json]:
+    """Provider messages for one AgentMessage ([] when it is not sent)."""
+    role = message.get("role")
+    if role in ("user", "assistant", "toolResult"):
+        return [message]
+    if role == "bashExecution":
+        if message.get("excludeFromContext"):
+            return []
+        return [_user_text(bash_execution_to_text(message), message.get("timestamp"))]
+    if role == "custom":
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return [{"role": "user", "content": content, "timestamp": message.get("timestamp")}]
+    if role == "branchSummary":
+        text = BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX
+        return [_user_text(text, message.get("timestamp"))]
+    if role == "compactionSummary":
+        text = COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX
+        return [_user_text(text, message.get("timestamp"))]
+    registered = registered_role(role) if isinstance(role, str) else None
+    if registered is not None and registered.project is not None:
+        return list(registered.project(message))
+    return []
+
+
+def convert_to_llm(messages: Sequence[Json]) -> list[Json]:
+    """pi's ``convertToLlm``: AgentMessages -> ``user``/``assistant``/``toolResult`` messages."""
+    out: list[Json] = []
+    for message in messages:
+        out.extend(convert_message(message))
+    return out
+
+
+@dataclass(slots=True)
+class Projection:
+    llm: list[Json]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def apply_transform(
+    messages: list[Json], transform_context: TransformContext | None, diagnostics: list[Diagnostic]
+) -> list[Json]:
+    """Run the hook (sync or async); if it raises or returns a non-list, keep ``messages`` and report it."""
+    if transform_context is None:
+        return messages
+    try:
+        result = transform_context(list(messages))
+        if inspect.isawaitable(result):
+            result = _await(result)
+        if not isinstance(result, list):
+            raise TypeError(f"transform_context returned {type(result).__name__}, expected a list")
+        return result
+    except Exception as exc:
+        diagnostics.append(
+            Diagnostic(
+                code="TRANSFORM_CONTEXT_FAILED",
+                message_index=None,
+                entry_id=None,
+                message=f"transform_context raised {type(exc).__name__}: {exc}; the original messages were used",
+            )
+        )
+        return messages
+
+
+def _await(awaitable: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        async def run() -> Any:
+            return await awaitable
+
+        return asyncio.run(run())
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+    raise RuntimeError("an async transform_context needs the async API when an event loop is running")
+
+
+def provider_safe(
+    llm: Sequence[Json], sources: Sequence[int], entry_ids: Sequence[str | None]
+) -> tuple[list[Json], list[Diagnostic]]:
+    """What pi's provider layer does before a call (``transformMessages``): drop assistant messages
+    that ended in ``error``/``aborted``, and give every tool call left without a result before the
+    next assistant or user message a synthetic ``isError`` result (``No result provided``).
+
+    ``sources[i]`` is the AgentMessage index projected message ``i`` came from (for diagnostics);
+    a synthetic result carries the timestamp of the message that made the call (pi uses the clock).
+    """
+    out: list[Json] = []
+    diagnostics: list[Diagnostic] = []
+    pending: list[tuple[Json, Json, int]] = []
+    answered: set[Any] = set()
+
+    def entry_of(source: int) -> str | None:
+        return entry_ids[source] if 0 <= source < len(entry_ids) else None
+
+    def flush() -> None:
+        for call, owner, source in pending:
+            if call.get("id") in answered:
+                continue
+            out.append(
+                {
+                    "role": "toolResult",
+                    "toolCallId": call.get("id"),
+                    "toolName": call.get("name"),
+                    "content": [{"type": "text", "text": NO_RESULT_TEXT}],
+                    "isError": True,
+                    "timestamp": owner.get("timestamp"),
+                }
+            )
+            diagnostics.append(
+                Diagnostic(
+                    code="PROVIDER_SAFE_SYNTHETIC_RESULT",
+                    message_index=source,
+                    entry_id=entry_of(source),
+                    message=f"tool call {call.get('id')!r} ({call.get('name')}) had no result before the next"
+                    " turn; a synthetic error result was inserted",
+                )
+            )
+        pending.clear()
+        answered.clear()
+
+    for message, source in zip(llm, sources, strict=True):
+        role = message.get("role")
+        if role == "assistant":
+            if pending:
+                flush()
+            if message.get("stopReason") in ("error", "aborted"):
+                diagnostics.append(
+                    Diagnostic(
+                        code="PROVIDER_SAFE_DROPPED_ASSISTANT",
+                        message_index=source,
+                        entry_id=entry_of(source),
+                        message=f"assistant message with stopReason {message.get('stopReason')!r} is not sent",
+                    )
+                )
+                continue
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
+            if calls:
+                pending[:] = [(call, message, source) for call in calls]
+                answered.clear()
+            out.append(message)
+        elif role == "toolResult":
+            answered.add(message.get("toolCallId"))
+            out.append(message)
+        else:
+            if role == "user" and pending:
+                flush()
+            out.append(message)
+    return out, diagnostics
+
+
+def project(
+    messages: list[Json],
+    entry_ids: Sequence[str | None],
+    *,
+    transform_context: TransformContext | None = None,
+    provider_safe_repairs: bool = False,
+) -> Projection:
+    """``convert_to_llm`` of ``messages`` (after the optional hook), optionally made provider-safe."""
+    diagnostics: list[Diagnostic] = []
+    transformed = apply_transform(messages, transform_context, diagnostics)
+    if transformed is not messages:
+        by_identity = {id(m): i for i, m in enumerate(messages)}
+        origin = [by_identity.get(id(m), -1) for m in transformed]
+    else:
+        origin = list(range(len(messages)))
+    llm: list[Json] = []
+    sources: list[int] = []
+    for index, message in enumerate(transformed):
+        if not isinstance(message, dict):
+            continue
+        for projected in convert_message(message):
+            llm.append(projected)
+            sources.append(origin[index])
+    if provider_safe_repairs:
+        llm, repairs = provider_safe(llm, sources, entry_ids)
+        diagnostics.extend(repairs)
+    return Projection(llm=llm, diagnostics=diagnostics)

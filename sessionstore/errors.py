@@ -1,0 +1,96 @@
+"""One error tree for sessionstore.
+
+Every error the library raises on purpose derives from :class:`SessionStoreError`;
+driver errors are translated at the store boundary (``raise ... from exc``).
+Each error carries a stable ``code`` (documented in the README).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class SessionStoreError(Exception):
+    """Root of every error raised by sessionstore."""
+
+    code: ClassVar[str] = "SESSIONSTORE_ERROR"
+
+
+class InvalidInputError(SessionStoreError, ValueError):
+    """A value handed to the library is not acceptable (bad message, bad entry, bad option)."""
+
+    code = "INVALID_INPUT"
+
+
+class JsonlError(SessionStoreError):
+    """A JSONL session file cannot be read; ``str()`` is ``file:line: reason``."""
+
+    code = "JSONL_INVALID"
+
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+
+
+class SessionNotFoundError(SessionStoreError, LookupError):
+    code = "SESSION_NOT_FOUND"
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"no session {session_id!r}")
+
+
+class EntryNotFoundError(SessionStoreError, LookupError):
+    code = "ENTRY_NOT_FOUND"
+
+    def __init__(self, session_id: str, entry_id: str) -> None:
+        self.session_id = session_id
+        self.entry_id = entry_id
+        super().__init__(f"session {session_id!r} has no entry {entry_id!r}")
+
+
+class SessionExistsError(SessionStoreError):
+    code = "SESSION_EXISTS"
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"a session with id {session_id!r} already exists")
+
+
+class LeafConflictError(SessionStoreError):
+    """The session's leaf moved since the caller read it (another writer appended); nothing was written."""
+
+    code = "LEAF_CONFLICT"
+
+    def __init__(self, session_id: str, expected: str | None, actual: str | None) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"session {session_id!r}: expected leaf {expected!r} but the leaf is {actual!r}; nothing was written"
+        )
+
+
+class InvalidCompactionError(SessionStoreError, ValueError):
+    code = "INVALID_COMPACTION"
+
+
+class SchemaError(SessionStoreError):
+    """The database schema is not the one this version of sessionstore needs."""
+
+    code = "SCHEMA_OUTDATED"
+
+
+class BackendUnavailableError(SessionStoreError):
+    """A database driver or optional extra is missing."""
+
+    code = "BACKEND_UNAVAILABLE"
+
+
+class StoreError(SessionStoreError):
+    """A database operation failed; the driver error is chained as ``__cause__``."""
+
+    code = "STORE_ERROR"

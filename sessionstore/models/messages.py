@@ -1,0 +1,291 @@
+"""Messages (SPEC 2): the three provider roles, pi's app roles, and roles registered by the application.
+
+``parse_agent_message`` turns wire data into the typed union; a role nobody registered becomes an
+:class:`UnknownMessage` that keeps every field. The constructors ``user_message``,
+``assistant_message`` and ``tool_result_message`` snapshot their input (SPEC 8): they read it once,
+copy it, and return immutable values whose nested tool arguments cannot be mutated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter
+
+from sessionstore.models.content import (
+    AssistantContentBlock,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    UserContentBlock,
+    WireModel,
+)
+from sessionstore.models.frozen import freeze_json, thaw
+
+FrozenJson = Annotated[Any, PlainValidator(lambda v: freeze_json(v, "details")), PlainSerializer(thaw)]
+
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
+
+
+class Cost(WireModel):
+    input: float = 0
+    output: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+    total: float = 0
+
+
+class Usage(WireModel):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int | None = None
+    cost: Cost | None = None
+
+
+ZERO_USAGE: Mapping[str, Any] = {
+    "input": 0,
+    "output": 0,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 0,
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+}
+
+
+class UserMessage(WireModel):
+    role: Literal["user"] = "user"
+    content: str | tuple[UserContentBlock, ...]
+    timestamp: int
+
+
+class AssistantMessage(WireModel):
+    role: Literal["assistant"] = "assistant"
+    content: tuple[AssistantContentBlock, ...]
+    api: str
+    provider: str
+    model: str
+    usage: Usage | None = None
+    stop_reason: str
+    error_message: str | None = None
+    response_id: str | None = None
+    timestamp: int
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(block for block in self.content if isinstance(block, ToolCall))
+
+
+class ToolResultMessage(WireModel):
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: tuple[UserContentBlock, ...]
+    details: FrozenJson = None
+    is_error: bool
+    timestamp: int
+
+
+class BashExecutionMessage(WireModel):
+    role: Literal["bashExecution"] = "bashExecution"
+    command: str
+    output: str
+    exit_code: int | None = None
+    cancelled: bool = False
+    truncated: bool = False
+    full_output_path: str | None = None
+    exclude_from_context: bool | None = None
+    timestamp: int
+
+
+class CustomMessage(WireModel):
+    role: Literal["custom"] = "custom"
+    custom_type: str
+    content: str | tuple[UserContentBlock, ...]
+    display: bool
+    details: FrozenJson = None
+    timestamp: int
+
+
+class BranchSummaryMessage(WireModel):
+    role: Literal["branchSummary"] = "branchSummary"
+    summary: str
+    from_id: str
+    timestamp: int
+
+
+class CompactionSummaryMessage(WireModel):
+    role: Literal["compactionSummary"] = "compactionSummary"
+    summary: str
+    tokens_before: int
+    timestamp: int
+
+
+class UnknownMessage(WireModel):
+    """A message whose role no registry knows: kept verbatim, reported by validation, never sent."""
+
+    role: str
+
+
+ProviderMessage = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
+BuiltinAgentMessage = Annotated[
+    UserMessage
+    | AssistantMessage
+    | ToolResultMessage
+    | BashExecutionMessage
+    | CustomMessage
+    | BranchSummaryMessage
+    | CompactionSummaryMessage,
+    Field(discriminator="role"),
+]
+BUILTIN_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(BuiltinAgentMessage)
+PROVIDER_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderMessage)
+
+PROVIDER_ROLES = frozenset({"user", "assistant", "toolResult"})
+BUILTIN_ROLES = PROVIDER_ROLES | {"bashExecution", "custom", "branchSummary", "compactionSummary"}
+
+#: A projection turns a registered message (wire data) into provider messages (wire data); [] = never sent.
+Projection = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredRole:
+    name: str
+    model: type[WireModel]
+    project: Projection | None
+
+
+_REGISTRY: dict[str, RegisteredRole] = {}
+
+
+def register_role(name: str, model: type[WireModel], *, project: Projection | None = None) -> None:
+    """Register an application role (pi's declaration merging). ``project=None`` means never sent."""
+    if name in BUILTIN_ROLES:
+        raise ValueError(f"role {name!r} is built in and cannot be registered again")
+    _REGISTRY[name] = RegisteredRole(name, model, project)
+
+
+def unregister_role(name: str) -> None:
+    _REGISTRY.pop(name, None)
+
+
+def registered_role(name: str) -> RegisteredRole | None:
+    return _REGISTRY.get(name)
+
+
+def known_roles() -> frozenset[str]:
+    return BUILTIN_ROLES | frozenset(_REGISTRY)
+
+
+def parse_agent_message(data: Mapping[str, Any]) -> WireModel:
+    """Typed view of a wire message. Raises ``pydantic.ValidationError`` for a known role of bad shape."""
+    role = data.get("role")
+    if role in BUILTIN_ROLES:
+        return BUILTIN_MESSAGE_ADAPTER.validate_python(data)  # type: ignore[no-any-return]
+    registered = _REGISTRY.get(role) if isinstance(role, str) else None
+    if registered is not None:
+        return registered.model.model_validate(data)
+    return UnknownMessage.model_validate(data)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _snapshot(value: Any, path: str) -> Any:
+    return freeze_json(value, path)
+
+
+def user_message(content: str | list[Any], *, timestamp: int | None = None) -> UserMessage:
+    """A user message; ``content`` is a string or a list of text/image blocks (copied)."""
+    snap = _snapshot(content, "content")
+    return UserMessage.model_validate(
+        {"role": "user", "content": thaw(snap), "timestamp": now_ms() if timestamp is None else timestamp}
+    )
+
+
+def assistant_message(
+    content: list[Any],
+    *,
+    api: str,
+    provider: str,
+    model: str,
+    stop_reason: str = "stop",
+    usage: Mapping[str, Any] | None = None,
+    error_message: str | None = None,
+    response_id: str | None = None,
+    timestamp: int | None = None,
+) -> AssistantMessage:
+    """An assistant message. Tool-call arguments must be JSON objects (str keys, finite numbers, no
+    cycles); a bad value raises ``TypeError``/``ValueError`` naming its path (``content[1].arguments.x``)."""
+    snap = thaw(_snapshot(content, "content"))
+    data: dict[str, Any] = {
+        "role": "assistant",
+        "content": snap,
+        "api": api,
+        "provider": provider,
+        "model": model,
+        "usage": thaw(_snapshot(usage, "usage")) if usage is not None else dict(ZERO_USAGE),
+        "stopReason": stop_reason,
+        "timestamp": now_ms() if timestamp is None else timestamp,
+    }
+    if error_message is not None:
+        data["errorMessage"] = error_message
+    if response_id is not None:
+        data["responseId"] = response_id
+    for i, block in enumerate(snap):
+        if isinstance(block, dict) and block.get("type") == "toolCall" and not isinstance(
+            block.get("arguments"), dict
+        ):
+            raise TypeError(f"content[{i}].arguments: expected a JSON object")
+    return AssistantMessage.model_validate(data)
+
+
+def tool_result_message(
+    *,
+    tool_call_id: str,
+    tool_name: str,
+    content: str | list[Any],
+    is_error: bool = False,
+    details: Any = None,
+    timestamp: int | None = None,
+) -> ToolResultMessage:
+    """A tool result; a string ``content`` becomes one text block."""
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else thaw(_snapshot(content, "content"))
+    data: dict[str, Any] = {
+        "role": "toolResult",
+        "toolCallId": tool_call_id,
+        "toolName": tool_name,
+        "content": blocks,
+        "isError": is_error,
+        "timestamp": now_ms() if timestamp is None else timestamp,
+    }
+    if details is not None:
+        data["details"] = thaw(_snapshot(details, "details"))
+    return ToolResultMessage.model_validate(data)
+
+
+__all__ = [
+    "BUILTIN_ROLES",
+    "PROVIDER_ROLES",
+    "AssistantMessage",
+    "BashExecutionMessage",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "CustomMessage",
+    "ImageContent",
+    "TextContent",
+    "ToolResultMessage",
+    "UnknownMessage",
+    "UserMessage",
+    "assistant_message",
+    "known_roles",
+    "parse_agent_message",
+    "register_role",
+    "tool_result_message",
+    "user_message",
+]

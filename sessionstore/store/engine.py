@@ -1,0 +1,99 @@
+"""Engines: URL defaults, SQLite pragmas and write transactions, driver availability.
+
+SQLite runs in WAL mode with ``busy_timeout``; ``synchronous`` is ``FULL`` by default (every
+acknowledged append survives a crash of the process or the machine) or ``NORMAL`` (faster; a power
+loss may lose the last transactions, never corrupt the file). Write transactions start with
+``BEGIN IMMEDIATE`` so that concurrent writers queue on the busy timeout instead of failing with
+"database is locked" when a read lock cannot be upgraded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from platformdirs import user_data_dir
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from sessionstore.errors import BackendUnavailableError, InvalidInputError
+
+Durability = Literal["full", "normal"]
+ENV_URL = "SESSIONSTORE_DB"
+WRITE = {"sessionstore_write": True}
+"""Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
+
+
+def default_db_path() -> Path:
+    return Path(user_data_dir("sessionstore", appauthor=False)) / "sessions.db"
+
+
+def default_url() -> str:
+    """``$SESSIONSTORE_DB`` if set, else a SQLite file in the user's data directory."""
+    return os.environ.get(ENV_URL) or f"sqlite:///{default_db_path()}"
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _loads(value: str | bytes) -> Any:
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return json.loads(value)
+
+
+def make_engine(url: str, *, durability: Durability = "full") -> Engine:
+    """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore."""
+    if durability not in ("full", "normal"):
+        raise InvalidInputError(f"durability must be 'full' or 'normal', got {durability!r}")
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise InvalidInputError(f"not a database URL: {url!r}") from exc
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                "PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'"
+            ) from exc
+        return create_engine(parsed, json_serializer=_dumps, json_deserializer=_loads, pool_pre_ping=True)
+    if backend != "sqlite":
+        raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+    database = parsed.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    try:
+        engine = create_engine(parsed, json_serializer=_dumps, json_deserializer=_loads)
+    except NoSuchModuleError as exc:  # pragma: no cover - sqlite3 ships with CPython
+        raise BackendUnavailableError(str(exc)) from exc
+    synchronous = "FULL" if durability == "full" else "NORMAL"
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute(f"PRAGMA synchronous = {synchronous}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        write = conn.get_execution_options().get("sessionstore_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine

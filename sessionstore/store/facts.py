@@ -1,0 +1,129 @@
+"""Immutable facts about an entry's ancestry, computed once when it is appended (see ``schema``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sessionstore.models.timestamps import iso_to_ms
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    seq: int
+    depth: int
+    ctx_depth: int
+    compaction_seq: int | None
+    model_seq: int | None
+    thinking_seq: int | None
+
+
+def sets_model(entry: dict[str, Any]) -> bool:
+    kind = entry.get("type")
+    if kind == "model_change":
+        return True
+    if kind == "message":
+        message = entry.get("message")
+        return isinstance(message, dict) and message.get("role") == "assistant"
+    return False
+
+
+def facts_for(entry: dict[str, Any], seq: int, parent: NodeFacts | None, kept_depth: int | None) -> NodeFacts:
+    """Facts of ``entry`` appended as ``seq`` under ``parent``.
+
+    ``kept_depth``: for a compaction, the depth of its first kept entry when that entry is on the path
+    before it (else ``None``: the context starts at the compaction itself).
+    """
+    depth = 0 if parent is None else parent.depth + 1
+    kind = entry.get("type")
+    if kind == "compaction":
+        ctx_depth = kept_depth if kept_depth is not None else depth
+        compaction_seq: int | None = seq
+    else:
+        ctx_depth = 0 if parent is None else parent.ctx_depth
+        compaction_seq = None if parent is None else parent.compaction_seq
+    return NodeFacts(
+        seq=seq,
+        depth=depth,
+        ctx_depth=ctx_depth,
+        compaction_seq=compaction_seq,
+        model_seq=seq if sets_model(entry) else (None if parent is None else parent.model_seq),
+        thinking_seq=seq
+        if kind == "thinking_level_change"
+        else (None if parent is None else parent.thinking_seq),
+    )
+
+
+def entry_row(session_id: str, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None) -> dict[str, Any]:
+    message = entry.get("message") if entry.get("type") == "message" else None
+    role = message.get("role") if isinstance(message, dict) else None
+    return {
+        "session_id": session_id,
+        "seq": facts.seq,
+        "entry_id": entry["id"],
+        "parent_id": entry.get("parentId"),
+        "parent_seq": parent_seq,
+        "depth": facts.depth,
+        "type": str(entry.get("type")),
+        "role": role if isinstance(role, str) else None,
+        "timestamp": entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else "",
+        "payload": entry,
+        "ctx_depth": facts.ctx_depth,
+        "compaction_seq": facts.compaction_seq,
+        "model_seq": facts.model_seq,
+        "thinking_seq": facts.thinking_seq,
+    }
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """pi's ``extractTextContent``: a string content, or its text blocks joined by spaces."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
+                        and isinstance(b.get("text"), str))
+    return ""
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """The listing columns of a session, folded over its entries in append order."""
+
+    entry_count: int = 0
+    message_count: int = 0
+    name: str | None = None
+    first_message: str | None = None
+    modified_ms: int | None = None
+
+    def add(self, entry: dict[str, Any]) -> None:
+        self.entry_count += 1
+        kind = entry.get("type")
+        if kind == "session_info":
+            name = entry.get("name")
+            self.name = name.strip() or None if isinstance(name, str) else None
+            return
+        if kind != "message":
+            return
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            return
+        self.message_count += 1
+        role = message.get("role")
+        if role not in ("user", "assistant") or "content" not in message:
+            return
+        if role == "user" and self.first_message is None:
+            self.first_message = message_text(message)
+        stamp = message.get("timestamp")
+        when = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else iso_to_ms(entry.get("timestamp"))
+        if when is not None:
+            self.modified_ms = max(self.modified_ms or 0, when)
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "entry_count": self.entry_count,
+            "message_count": self.message_count,
+            "name": self.name,
+            "first_message": self.first_message,
+            "modified_ms": self.modified_ms,
+        }

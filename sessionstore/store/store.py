@@ -1,0 +1,664 @@
+"""``EntryStore``: sessions as append-only entry trees in SQLite or PostgreSQL.
+
+Every write is one transaction (``BEGIN IMMEDIATE`` on SQLite, a row lock on the session on
+PostgreSQL), so appends to one session are serialised and a failed import leaves nothing behind.
+No method updates or deletes an entry; the database refuses it too (``delete_session`` aside).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final
+
+from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ProgrammingError as SAProgrammingError
+
+from sessionstore.models.timestamps import now_iso
+from sessionstore.errors import (
+    EntryNotFoundError,
+    InvalidInputError,
+    LeafConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+)
+from sessionstore.models.entries import parse_entry
+from sessionstore.store import migrate
+from sessionstore.store.engine import WRITE, Durability, default_url, make_engine
+from sessionstore.store.facts import NodeFacts, SessionStats, entry_row, facts_for
+from sessionstore.store.schema import Payload, entries, sessions
+from sessionstore.wire.jsonl import CURRENT_VERSION, SessionFileReader, SkippedLine, dump_line, format_validation_error
+
+Json = dict[str, Any]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+INSERT_BATCH = 2_000
+
+_FACT_COLUMNS = (
+    entries.c.seq,
+    entries.c.depth,
+    entries.c.ctx_depth,
+    entries.c.compaction_seq,
+    entries.c.model_seq,
+    entries.c.thinking_seq,
+)
+
+_PATH_SQL = text(
+    """
+    WITH RECURSIVE path(seq, parent_seq, depth) AS (
+        SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :leaf
+        UNION ALL
+        SELECT e.seq, e.parent_seq, e.depth FROM entries e
+        JOIN path p ON e.session_id = :sid AND e.seq = p.parent_seq
+        WHERE p.depth > :stop
+    )
+    SELECT e.seq, e.payload FROM path JOIN entries e ON e.session_id = :sid AND e.seq = path.seq
+    ORDER BY path.depth
+    """
+).columns(seq=entries.c.seq.type, payload=Payload)
+"""The root-to-leaf path (or its tail from depth ``:stop``), in one recursive query from the leaf."""
+
+_ANCESTOR_SQL = text(
+    """
+    WITH RECURSIVE path(seq, parent_seq, depth) AS (
+        SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :start
+        UNION ALL
+        SELECT e.seq, e.parent_seq, e.depth FROM entries e
+        JOIN path p ON e.session_id = :sid AND e.seq = p.parent_seq
+        WHERE p.depth > :stop
+    )
+    SELECT count(*) FROM path WHERE seq = :target
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    session_id: str
+    entries: int
+    skipped: tuple[SkippedLine, ...] = ()
+    leaf_id: str | None = None
+
+    def to_json(self) -> Json:
+        return {
+            "sessionId": self.session_id,
+            "entries": self.entries,
+            "skipped": [s.to_json() for s in self.skipped],
+            "leafId": self.leaf_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    cwd: str
+    created: str
+    name: str | None
+    parent_session: str | None
+    leaf_id: str | None
+    entry_count: int
+    message_count: int
+    first_message: str | None
+    modified_ms: int | None
+
+    def to_json(self) -> Json:
+        return {
+            "id": self.id,
+            "cwd": self.cwd,
+            "name": self.name,
+            "created": self.created,
+            "modified": self.modified_ms,
+            "parentSession": self.parent_session,
+            "leafId": self.leaf_id,
+            "entries": self.entry_count,
+            "messageCount": self.message_count,
+            "firstMessage": self.first_message,
+        }
+
+
+@dataclass(slots=True)
+class TreeNode:
+    entry: Json
+    children: list[TreeNode] = field(default_factory=list)
+    label: str | None = None
+    on_active_path: bool = False
+
+    def to_json(self) -> Json:
+        out: Json = {"entry": self.entry, "onActivePath": self.on_active_path}
+        if self.label is not None:
+            out["label"] = self.label
+        out["children"] = [c.to_json() for c in self.children]
+        return out
+
+
+@dataclass(slots=True)
+class ContextSlice:
+    """What resuming at a leaf needs: the path tail and the entries that set thinking level/model."""
+
+    leaf_id: str | None
+    path: list[Json]
+    thinking_entry: Json | None
+    model_entry: Json | None
+
+
+class EntryStore:
+    """A session store on ``url`` (default: ``$SESSIONSTORE_DB``, else SQLite in the user data dir).
+
+    SQLite databases that are new or behind are upgraded on open; PostgreSQL schemas are upgraded
+    only by ``sessionstore db upgrade`` (an outdated one raises :class:`~sessionstore.errors.SchemaError`).
+    """
+
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
+        self.url = url or default_url()
+        self.engine: Engine = make_engine(self.url, durability=durability)
+        self.dialect = self.engine.dialect.name
+        auto = self.dialect == "sqlite" if upgrade is None else upgrade
+        try:
+            migrate.ensure_schema(self.engine, auto_upgrade=auto)
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StoreError(f"cannot open {self.engine.url.render_as_string(hide_password=True)}: {exc}") from exc
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> EntryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions --------------------------------------------------------------------------
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
+                yield conn
+        except (IntegrityError, OperationalError, SAProgrammingError) as exc:
+            raise StoreError(f"database refused the write: {exc.orig}") from exc
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error: {exc}") from exc
+
+    def _session_row(self, conn: Connection, session_id: str, *, lock: bool = False) -> Any:
+        query = select(sessions).where(sessions.c.id == session_id)
+        if lock and self.dialect == "postgresql":
+            query = query.with_for_update()
+        row = conn.execute(query).first()
+        if row is None or row.deleting:
+            raise SessionNotFoundError(session_id)
+        return row
+
+    def _facts(self, conn: Connection, session_id: str, seq: int) -> NodeFacts:
+        row = conn.execute(
+            select(*_FACT_COLUMNS).where(entries.c.session_id == session_id, entries.c.seq == seq)
+        ).one()
+        return NodeFacts(*row)
+
+    def _seq_of(self, conn: Connection, session_id: str, entry_id: str) -> int:
+        seq = conn.execute(
+            select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
+        ).scalar()
+        if seq is None:
+            raise EntryNotFoundError(session_id, entry_id)
+        return int(seq)
+
+    # -- import / export -----------------------------------------------------------------------
+    def import_jsonl(
+        self,
+        source: str | Path | IO[bytes],
+        *,
+        lenient: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportResult:
+        """Import one pi session file (v1-v3) as a new session, atomically.
+
+        Raises :class:`~sessionstore.errors.JsonlError` (``file:line: reason``) for a bad line, unless
+        ``lenient``: then bad lines (and entries below them) are skipped and listed in the result.
+        ``progress`` is called with the bytes read so far.
+        """
+        reader = SessionFileReader(source, lenient=lenient)
+        try:
+            header = reader.header
+            leaf_hint = header.pop("leafId", UNSET)
+            result = self.insert_session(
+                header,
+                (entry for _line, entry in reader.entries()),
+                leaf_id=leaf_hint,
+                progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
+                source_name=reader.name,
+            )
+        finally:
+            reader.close()
+        return ImportResult(result.session_id, result.entries, tuple(reader.skipped), result.leaf_id)
+
+    def insert_session(
+        self,
+        header: Json,
+        new_entries: Iterable[Json],
+        *,
+        leaf_id: str | None | _Unset = UNSET,
+        progress: Callable[[], None] | None = None,
+        source_name: str = "<entries>",
+    ) -> ImportResult:
+        """Create a session from a header and entries in append order (each parent before its
+        children), in one transaction. The leaf is ``leaf_id`` if given, else the last entry."""
+        session_id = str(header["id"])
+        index: dict[str, int] = {}
+        parents: list[int | None] = []
+        facts_by_seq: list[NodeFacts] = []
+        stats = SessionStats()
+        last_id: str | None = None
+        with self._write() as conn:
+            if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first() is not None:
+                raise SessionExistsError(session_id)
+            conn.execute(insert(sessions).values(**_session_values(header), **stats.columns()))
+            batch: list[Json] = []
+            for entry in new_entries:
+                parent_id = entry["parentId"]
+                if entry["id"] in index or (parent_id is not None and parent_id not in index):
+                    raise InvalidInputError(
+                        f"{source_name}: entry {entry['id']!r}: duplicate id or parent {parent_id!r} not before it"
+                    )
+                parent_seq = None if parent_id is None else index[parent_id]
+                parent = None if parent_seq is None else facts_by_seq[parent_seq]
+                seq = len(parents)
+                kept_depth = None
+                if entry["type"] == "compaction":
+                    kept_depth = _kept_depth_in_memory(entry, parent_seq, index, parents, facts_by_seq)
+                facts = facts_for(entry, seq, parent, kept_depth)
+                index[entry["id"]] = seq
+                parents.append(parent_seq)
+                facts_by_seq.append(facts)
+                stats.add(entry)
+                last_id = entry["id"]
+                batch.append(entry_row(session_id, entry, facts, parent_seq))
+                if len(batch) >= INSERT_BATCH:
+                    conn.execute(insert(entries), batch)
+                    batch.clear()
+                    if progress is not None:
+                        progress()
+            if batch:
+                conn.execute(insert(entries), batch)
+            if progress is not None:
+                progress()
+            leaf = last_id
+            if not isinstance(leaf_id, _Unset):
+                if leaf_id is not None and leaf_id not in index:
+                    raise InvalidInputError(f"{source_name}:1: header leafId {leaf_id!r} names no entry")
+                leaf = leaf_id
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(leaf_id=leaf, leaf_seq=None if leaf is None else index[leaf], **stats.columns())
+            )
+        return ImportResult(session_id, len(parents), (), leaf)
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
+        """Write the session as a v3 file, entries in append order; returns the entries written.
+
+        When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
+        ``import_jsonl`` restores the leaf from it)."""
+        with self._read() as conn:
+            row = self._session_row(conn, session_id)
+            header = dict(row.header)
+            last = conn.execute(
+                select(entries.c.entry_id).where(entries.c.session_id == session_id).order_by(entries.c.seq.desc())
+            ).scalar()
+            if row.leaf_id != last:
+                header["leafId"] = row.leaf_id
+            fp.write(dump_line(header))
+            count = 0
+            result = conn.execution_options(stream_results=True, yield_per=1000).execute(
+                select(entries.c.payload).where(entries.c.session_id == session_id).order_by(entries.c.seq)
+            )
+            for (payload,) in result:
+                fp.write(dump_line(payload))
+                count += 1
+            return count
+
+    # -- reading -------------------------------------------------------------------------------
+    def session(self, session_id: str) -> SessionInfo:
+        with self._read() as conn:
+            return _info(self._session_row(conn, session_id))
+
+    def header(self, session_id: str) -> Json:
+        with self._read() as conn:
+            return dict(self._session_row(conn, session_id).header)
+
+    def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
+        """Sessions, newest first (by last message time, then creation); reads no entry payload."""
+        query = select(sessions).where(sessions.c.deleting.is_(False))
+        if cwd is not None:
+            query = query.where(sessions.c.cwd == cwd)
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        infos = [_info(r) for r in rows]
+        infos.sort(key=lambda i: (i.modified_ms or 0, i.created), reverse=True)
+        return infos
+
+    def leaf(self, session_id: str) -> str | None:
+        with self._read() as conn:
+            return self._session_row(conn, session_id).leaf_id  # type: ignore[no-any-return]
+
+    def entry(self, session_id: str, entry_id: str) -> Json:
+        with self._read() as conn:
+            self._session_row(conn, session_id)
+            payload = conn.execute(
+                select(entries.c.payload).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
+            ).scalar()
+        if payload is None:
+            raise EntryNotFoundError(session_id, entry_id)
+        return payload  # type: ignore[no-any-return]
+
+    def entries(self, session_id: str) -> list[Json]:
+        """Every entry in append order (loads the whole session: for export-like work, not resume)."""
+        with self._read() as conn:
+            self._session_row(conn, session_id)
+            return [
+                p
+                for (p,) in conn.execute(
+                    select(entries.c.payload).where(entries.c.session_id == session_id).order_by(entries.c.seq)
+                )
+            ]
+
+    def children(self, session_id: str, entry_id: str | None) -> list[Json]:
+        """Children of ``entry_id`` in append order (``None``: the roots)."""
+        with self._read() as conn:
+            self._session_row(conn, session_id)
+            if entry_id is None:
+                cond = entries.c.parent_seq.is_(None)
+            else:
+                cond = entries.c.parent_seq == self._seq_of(conn, session_id, entry_id)
+            return [
+                p
+                for (p,) in conn.execute(
+                    select(entries.c.payload).where(entries.c.session_id == session_id, cond).order_by(entries.c.seq)
+                )
+            ]
+
+    def path(self, session_id: str, leaf_id: str | None | _Unset = UNSET) -> list[Json]:
+        """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
+        with self._read() as conn:
+            row = self._session_row(conn, session_id)
+            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
+            if leaf is None:
+                return []
+            seq = self._seq_of(conn, session_id, leaf)
+            return [p for _s, p in conn.execute(_PATH_SQL, {"sid": session_id, "leaf": seq, "stop": 0})]
+
+    def context_slice(self, session_id: str, leaf_id: str | None | _Unset = UNSET) -> ContextSlice:
+        """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
+        bounded by the depth at which the context starts, plus the two settings entries before it."""
+        with self._read() as conn:
+            row = self._session_row(conn, session_id)
+            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
+            if leaf is None:
+                return ContextSlice(None, [], None, None)
+            seq = row.leaf_seq if leaf == row.leaf_id and row.leaf_seq is not None else self._seq_of(
+                conn, session_id, leaf
+            )
+            facts = self._facts(conn, session_id, seq)
+            path_rows = conn.execute(_PATH_SQL, {"sid": session_id, "leaf": seq, "stop": facts.ctx_depth}).all()
+            on_path = {s for s, _p in path_rows}
+            wanted = {s for s in (facts.thinking_seq, facts.model_seq) if s is not None and s not in on_path}
+            extra: dict[int, Json] = {}
+            if wanted:
+                extra = dict(
+                    conn.execute(
+                        select(entries.c.seq, entries.c.payload).where(
+                            entries.c.session_id == session_id, entries.c.seq.in_(wanted)
+                        )
+                    ).all()
+                )
+        return ContextSlice(
+            leaf,
+            [p for _s, p in path_rows],
+            extra.get(facts.thinking_seq) if facts.thinking_seq is not None else None,
+            extra.get(facts.model_seq) if facts.model_seq is not None else None,
+        )
+
+    def tree(self, session_id: str) -> list[TreeNode]:
+        """The whole tree: roots in append order, children in append order, labels resolved, and the
+        active path (root to the session's leaf) marked."""
+        with self._read() as conn:
+            row = self._session_row(conn, session_id)
+            rows = conn.execute(
+                select(entries.c.seq, entries.c.parent_seq, entries.c.payload)
+                .where(entries.c.session_id == session_id)
+                .order_by(entries.c.seq)
+            ).all()
+        nodes: dict[int, TreeNode] = {}
+        by_id: dict[str, TreeNode] = {}
+        roots: list[TreeNode] = []
+        labels: dict[str, str | None] = {}
+        for seq, parent_seq, payload in rows:
+            node = TreeNode(payload)
+            nodes[seq] = node
+            by_id[payload["id"]] = node
+            (roots if parent_seq is None else nodes[parent_seq].children).append(node)
+            if payload.get("type") == "label":
+                labels[payload.get("targetId")] = payload.get("label")
+        for target, label in labels.items():
+            if target in by_id and label:
+                by_id[target].label = label
+        current = by_id.get(row.leaf_id) if row.leaf_id is not None else None
+        parent_of = {id(child): node for node in nodes.values() for child in node.children}
+        while current is not None:
+            current.on_active_path = True
+            current = parent_of.get(id(current))
+        return roots
+
+    def labels(self, session_id: str) -> dict[str, str]:
+        """Resolved labels: target entry id -> label (the latest label entry per target wins)."""
+        with self._read() as conn:
+            self._session_row(conn, session_id)
+            rows = conn.execute(
+                select(entries.c.payload)
+                .where(entries.c.session_id == session_id, entries.c.type == "label")
+                .order_by(entries.c.seq)
+            ).all()
+        resolved: dict[str, str | None] = {}
+        for (payload,) in rows:
+            resolved[payload.get("targetId")] = payload.get("label")
+        return {k: v for k, v in resolved.items() if v}
+
+    # -- writing -------------------------------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        timestamp: str | None = None,
+    ) -> str:
+        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+        header: Json = {
+            "type": "session",
+            "version": CURRENT_VERSION,
+            "id": session_id or str(uuid.uuid4()),
+            "timestamp": timestamp or now_iso(),
+            "cwd": cwd,
+        }
+        if parent_session is not None:
+            header["parentSession"] = parent_session
+        with self._write() as conn:
+            if conn.execute(select(sessions.c.id).where(sessions.c.id == header["id"])).first() is not None:
+                raise SessionExistsError(header["id"])
+            conn.execute(insert(sessions).values(**_session_values(header), **SessionStats().columns()))
+        return str(header["id"])
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session and all its entries in one transaction."""
+        with self._write() as conn:
+            self._session_row(conn, session_id, lock=True)
+            conn.execute(update(sessions).where(sessions.c.id == session_id).values(deleting=True))
+            conn.execute(delete(entries).where(entries.c.session_id == session_id))
+            conn.execute(delete(sessions).where(sessions.c.id == session_id))
+
+    def append_entry(
+        self,
+        session_id: str,
+        fields: Json,
+        *,
+        expected_leaf: str | None | _Unset = UNSET,
+        parent_id: str | None | _Unset = UNSET,
+        entry_id: str | None = None,
+        check: Callable[[Connection, Json, Any], None] | None = None,
+    ) -> str:
+        """Append an entry (``fields`` holds ``type`` and the type's fields) as a child of the leaf
+        (or of ``parent_id``), move the leaf to it, and return its id.
+
+        ``expected_leaf``: raise :class:`LeafConflictError` and write nothing unless the session's
+        leaf is still that entry (``None``: no leaf)."""
+        kind = fields.get("type")
+        if not isinstance(kind, str) or kind == "session":
+            raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
+        with self._write() as conn:
+            row = self._session_row(conn, session_id, lock=True)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
+            if isinstance(parent_id, _Unset):
+                parent, parent_seq = row.leaf_id, row.leaf_seq
+            else:
+                parent = parent_id
+                parent_seq = None if parent is None else self._seq_of(conn, session_id, parent)
+            new_id = entry_id if entry_id is not None else self._new_id(conn, session_id)
+            if entry_id is not None and conn.execute(
+                select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
+            ).first():
+                raise InvalidInputError(f"session {session_id!r} already has an entry {entry_id!r}")
+            entry: Json = {"type": kind, "id": new_id, "parentId": parent, "timestamp": now_iso()}
+            entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
+            if "timestamp" in fields:
+                entry["timestamp"] = fields["timestamp"]
+            try:
+                parse_entry(entry)
+            except Exception as exc:
+                reason = format_validation_error(exc) if hasattr(exc, "errors") else str(exc)
+                raise InvalidInputError(f"bad {kind!r} entry: {reason}") from None
+            if check is not None:
+                check(conn, entry, row)
+            parent_facts = None if parent_seq is None else self._facts(conn, session_id, parent_seq)
+            seq = int(row.entry_count)
+            kept_depth = None
+            if kind == "compaction" and parent_seq is not None:
+                kept_depth = self._kept_depth(conn, session_id, entry.get("firstKeptEntryId"), parent_seq)
+            facts = facts_for(entry, seq, parent_facts, kept_depth)
+            stats = SessionStats(
+                int(row.entry_count), int(row.message_count), row.name, row.first_message, row.modified_ms
+            )
+            stats.add(entry)
+            conn.execute(insert(entries).values(**entry_row(session_id, entry, facts, parent_seq)))
+            conn.execute(
+                update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(leaf_id=new_id, leaf_seq=seq, **stats.columns())
+            )
+        return new_id
+
+    def _new_id(self, conn: Connection, session_id: str) -> str:
+        for _ in range(100):
+            candidate = uuid.uuid4().hex[:8]
+            taken = conn.execute(
+                select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == candidate)
+            ).first()
+            if taken is None:
+                return candidate
+        return str(uuid.uuid4())
+
+    def _kept_depth(self, conn: Connection, session_id: str, first_kept: Any, parent_seq: int) -> int | None:
+        """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
+        if not isinstance(first_kept, str):
+            return None
+        target = conn.execute(
+            select(entries.c.seq, entries.c.depth).where(
+                entries.c.session_id == session_id, entries.c.entry_id == first_kept
+            )
+        ).first()
+        if target is None:
+            return None
+        found = conn.execute(
+            _ANCESTOR_SQL, {"sid": session_id, "start": parent_seq, "stop": target.depth, "target": target.seq}
+        ).scalar()
+        return int(target.depth) if found else None
+
+    def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | None | _Unset = UNSET) -> None:
+        """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
+        with self._write() as conn:
+            row = self._session_row(conn, session_id, lock=True)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
+            seq = None if entry_id is None else self._seq_of(conn, session_id, entry_id)
+            conn.execute(update(sessions).where(sessions.c.id == session_id).values(leaf_id=entry_id, leaf_seq=seq))
+
+    def count_entries(self, session_id: str) -> int:
+        with self._read() as conn:
+            self._session_row(conn, session_id)
+            return int(
+                conn.execute(select(func.count()).select_from(entries).where(entries.c.session_id == session_id))
+                .scalar_one()
+            )
+
+
+def _kept_depth_in_memory(
+    entry: Json, parent_seq: int | None, index: dict[str, int], parents: Sequence[int | None], facts: Sequence[NodeFacts]
+) -> int | None:
+    target = index.get(entry.get("firstKeptEntryId"))  # type: ignore[arg-type]
+    if target is None or parent_seq is None:
+        return None
+    depth = facts[target].depth
+    node: int | None = parent_seq
+    while node is not None and facts[node].depth > depth:
+        node = parents[node]
+    return depth if node == target else None
+
+
+def _session_values(header: Json) -> Json:
+    return {
+        "id": str(header["id"]),
+        "version": CURRENT_VERSION,
+        "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else "",
+        "created": header.get("timestamp") if isinstance(header.get("timestamp"), str) else "",
+        "parent_session": header.get("parentSession") if isinstance(header.get("parentSession"), str) else None,
+        "header": header,
+        "leaf_id": None,
+        "leaf_seq": None,
+        "deleting": False,
+    }
+
+
+def _info(row: Any) -> SessionInfo:
+    return SessionInfo(
+        id=row.id,
+        cwd=row.cwd,
+        created=row.created,
+        name=row.name,
+        parent_session=row.parent_session,
+        leaf_id=row.leaf_id,
+        entry_count=int(row.entry_count),
+        message_count=int(row.message_count),
+        first_message=row.first_message,
+        modified_ms=row.modified_ms,
+    )

@@ -1,0 +1,278 @@
+"""Reading and writing pi JSONL session files.
+
+Reading streams the file line by line: each line is parsed, upgraded to v3 and checked (shape of
+the entry, unique ids, parent present earlier in the file, no self-parent). A bad line raises
+:class:`~sessionstore.errors.JsonlError` (``file:line: reason``); in lenient mode it is skipped and
+recorded in :attr:`SessionFileReader.skipped` instead (entries whose parent was skipped are
+skipped too). pi always writes a parent before its children, so a parent that appears later in the
+file is a forward reference or a cycle and is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+from pydantic import ValidationError
+
+from sessionstore.errors import JsonlError
+from sessionstore.models.entries import SessionHeader, parse_entry
+from sessionstore.wire.migrate import Upgrader
+
+CURRENT_VERSION = 3
+SUPPORTED_VERSIONS = (1, 2, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    line: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason}
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line out of a pydantic error: ``field.path: message``, first three problems."""
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("tagged-union", "function-")))
+        parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
+    more = len(exc.errors()) - 3
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses some valid JSON (integers beyond 64 bits, lone surrogate escapes).
+        return json.loads(raw)
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
+
+
+class _LineError(Exception):
+    pass
+
+
+class SessionFileReader:
+    """Streams the header and v3 entries of one pi session file.
+
+    The header is read and checked on construction; :meth:`entries` yields ``(line, entry)`` pairs,
+    each ``entry`` a plain dict in v3 wire form with every original field kept in its original order.
+    """
+
+    def __init__(self, source: str | Path | IO[bytes], *, lenient: bool = False, name: str | None = None) -> None:
+        if isinstance(source, (str, Path)):
+            self.name = name or str(source)
+            try:
+                self._fp: IO[bytes] = open(source, "rb")  # noqa: SIM115 - closed by close()/entries()
+            except OSError as exc:
+                raise JsonlError(self.name, None, exc.strerror or str(exc)) from exc
+            self._owns = True
+        else:
+            self.name = name or getattr(source, "name", "<stream>")
+            self._fp = source
+            self._owns = False
+        self.lenient = lenient
+        self.skipped: list[SkippedLine] = []
+        self.bytes_read = 0
+        self._line = 0
+        self._index = 0
+        try:
+            self.header = self._read_header()
+        except BaseException:
+            self.close()
+            raise
+        version = self.header.get("version", 1)
+        self.source_version: int = version
+        self._upgrader = Upgrader(version)
+        self._upgrader.upgrade_header(self.header)
+
+    def close(self) -> None:
+        if self._owns:
+            self._fp.close()
+
+    def __enter__(self) -> SessionFileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lines -------------------------------------------------------------------------------
+    def _raw_lines(self) -> Iterator[tuple[int, bytes]]:
+        for raw in self._fp:
+            self._line += 1
+            self.bytes_read += len(raw)
+            if raw.strip():
+                yield self._line, raw
+
+    def _error(self, line: int | None, reason: str) -> JsonlError:
+        return JsonlError(self.name, line, reason)
+
+    def _read_header(self) -> dict[str, Any]:
+        self._lines = self._raw_lines()
+        first = next(self._lines, None)
+        if first is None:
+            raise self._error(None, "empty file: no session header")
+        line, raw = first
+        try:
+            header = _loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise self._error(line, f"invalid JSON in the session header: {exc}") from exc
+        if not isinstance(header, dict) or header.get("type") != "session":
+            got = header.get("type") if isinstance(header, dict) else _type_name(header)
+            raise self._error(line, f"the first line must be a session header (type 'session'), got {got!r}")
+        try:
+            SessionHeader.model_validate(header)
+        except ValidationError as exc:
+            raise self._error(line, f"bad session header: {format_validation_error(exc)}") from exc
+        version = header.get("version", 1)
+        if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+            raise self._error(line, f"unsupported session file version {version!r} (supported: 1, 2, 3)")
+        self._index = 1
+        return header
+
+    # -- entries -----------------------------------------------------------------------------
+    def entries(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Yield ``(line, entry)`` for every good entry line; raise or record the bad ones."""
+        first_line: dict[str, int] = {}
+        skipped_ids: dict[str, int] = {}
+        try:
+            for line, raw in self._lines:
+                try:
+                    entry = self._entry(line, raw, first_line, skipped_ids)
+                except _LineError as exc:
+                    reason = str(exc)
+                    if not self.lenient:
+                        if "names no earlier entry" in reason:
+                            reason += self._explain_missing_parent(line, raw)
+                        raise self._error(line, reason) from None
+                    self.skipped.append(SkippedLine(line, reason))
+                    continue
+                first_line[entry["id"]] = line
+                yield line, entry
+        finally:
+            self.close()
+
+    def _entry(
+        self, line: int, raw: bytes, first_line: dict[str, int], skipped_ids: dict[str, int]
+    ) -> dict[str, Any]:
+        try:
+            entry = _loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _LineError(f"invalid JSON: {exc}") from None
+        index = self._index
+        self._index += 1  # pi counts every parsed object, good or bad, when it numbers v1 entries
+        if not isinstance(entry, dict):
+            raise _LineError(f"expected a JSON object, got {_type_name(entry)}")
+        kind = entry.get("type")
+        if kind == "session":
+            raise _LineError("a second session header")
+        self._upgrader.upgrade(entry, index)
+        try:
+            parse_entry(entry)
+        except ValidationError as exc:
+            entry_id = entry.get("id")
+            if isinstance(entry_id, str):
+                skipped_ids[entry_id] = line
+            raise _LineError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+        entry_id = entry["id"]
+        parent = entry["parentId"]
+        if entry_id in first_line:
+            raise _LineError(f"duplicate entry id {entry_id!r} (first on line {first_line[entry_id]})")
+        if parent is not None:
+            if parent == entry_id:
+                skipped_ids[entry_id] = line
+                raise _LineError(f"entry {entry_id!r} is its own parent")
+            if parent not in first_line:
+                skipped_ids[entry_id] = line
+                if parent in skipped_ids:
+                    raise _LineError(
+                        f"parentId {parent!r} names no earlier entry (that entry, line {skipped_ids[parent]},"
+                        " was refused)"
+                    )
+                raise _LineError(f"parentId {parent!r} names no earlier entry")
+        return entry
+
+    def _explain_missing_parent(self, line: int, raw: bytes) -> str:
+        """Error path only: read on to say whether the parent comes later (forward reference or cycle)."""
+        try:
+            me = _loads(raw)
+            wanted = me.get("parentId")
+            parents: dict[str, Any] = {me.get("id"): wanted}
+            later_line = None
+            for other_line, other_raw in self._lines:
+                try:
+                    other = _loads(other_raw)
+                except ValueError:
+                    continue
+                if isinstance(other, dict) and isinstance(other.get("id"), str):
+                    parents.setdefault(other["id"], other.get("parentId"))
+                    if other["id"] == wanted and later_line is None:
+                        later_line = other_line
+            if later_line is None:
+                return ""
+            seen = {me.get("id")}
+            node = wanted
+            while node in parents and node not in seen:
+                seen.add(node)
+                node = parents[node]
+            if node == me.get("id"):
+                return f"; it comes later (line {later_line}) and the parents form a cycle"
+            return f"; it comes later (line {later_line}): parents must precede their children"
+        except Exception:
+            return ""
+
+
+# Floats whose shortest form JavaScript writes differently: "5.0" (JS: 5) and exponents (JS uses fixed
+# notation for 1e-7 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). Strings are matched first so
+# that digits inside them are never touched.
+_MAYBE_JS_DIFF = re.compile(rb"\d\.0[,}\]]|\d[eE][+-]?\d")
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
+
+
+def _js_number(match: re.Match[bytes]) -> bytes:
+    token = match.group(1)
+    if token is None or (b"." not in token and b"e" not in token and b"E" not in token):
+        return match.group(0)
+    value = Decimal(token.decode())
+    if value == value.to_integral_value() and abs(value) < Decimal("1e21"):
+        return str(int(value)).encode()
+    if Decimal("1e-7") <= abs(value) < Decimal("1e21"):
+        return format(value.normalize(), "f").encode()
+    mantissa, _, exponent = format(value.normalize(), "e").partition("e")
+    exp = int(exponent)
+    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}".encode()
+
+
+def dump_line(obj: Any) -> bytes:
+    """One JSONL line as pi writes it (``JSON.stringify``: compact, UTF-8, no ASCII escaping, JS numbers)."""
+    try:
+        out = orjson.dumps(obj)
+    except TypeError:
+        out = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    if _MAYBE_JS_DIFF.search(out):
+        out = _TOKENS.sub(_js_number, out)
+    return out + b"\n"
+
+
+def write_session_file(header: dict[str, Any], entries: Iterable[dict[str, Any]], fp: IO[bytes]) -> int:
+    """Write a v3 file (header, then one entry per line, in the given order); returns entries written."""
+    fp.write(dump_line(header))
+    count = 0
+    for entry in entries:
+        fp.write(dump_line(entry))
+        count += 1
+    return count

@@ -1,0 +1,48 @@
+"""Version upgrades of pi session entries (SPEC 9), one entry at a time, in file order.
+
+v1 -> v2: entries get ``id``/``parentId`` chained in file order and ``firstKeptEntryIndex`` becomes
+``firstKeptEntryId``. Unlike pi (random ids), the id of the entry at position ``n`` of the file's
+parsed objects (header = 0) is ``f"{n:08x}"``, so importing a file twice gives the same ids.
+v2 -> v3: message role ``hookMessage`` is renamed ``custom``.
+Keys are added the way pi's in-place mutation adds them (appended at the end), so an upgraded entry
+serialises exactly as pi's upgraded file does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def v1_entry_id(index: int) -> str:
+    """Deterministic id of the v1 entry at ``index`` among the file's parsed objects (header = 0)."""
+    return f"{index:08x}"
+
+
+class Upgrader:
+    """Upgrades the entries of one file from ``version`` to 3, statefully (v1 ids chain in order)."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self._prev_id: str | None = None
+
+    def upgrade_header(self, header: dict[str, Any]) -> None:
+        if self.version < 3:
+            header["version"] = 3
+
+    def upgrade(self, entry: dict[str, Any], index: int) -> None:
+        """Upgrade ``entry`` in place; ``index`` is its position among the file's parsed objects."""
+        if self.version < 2:
+            entry_id = v1_entry_id(index)
+            entry["id"] = entry_id
+            entry["parentId"] = self._prev_id
+            self._prev_id = entry_id
+            if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
+                target = entry["firstKeptEntryIndex"]
+                # pi: entries[index] must exist, not be the header, and already carry an id.
+                if isinstance(target, int) and not isinstance(target, bool) and 0 < target <= index:
+                    entry["firstKeptEntryId"] = v1_entry_id(target)
+                del entry["firstKeptEntryIndex"]
+        if self.version < 3 and entry.get("type") == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "hookMessage":
+                message["role"] = "custom"
