@@ -1,0 +1,156 @@
+"""Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionstore.api import ContextResult
+from sessionstore.store.store import SessionInfo, TreeNode
+from sessionstore.validate import Diagnostic
+
+
+def clip(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"… [{len(text) - limit} more chars]"
+
+
+def _blocks(content: Any, limit: int | None) -> list[str]:
+    if isinstance(content, str):
+        return [clip(content, limit)]
+    lines: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            lines.append(f"<{type(block).__name__}>")
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            lines.append(clip(str(block.get("text", "")), limit))
+        elif kind == "thinking":
+            lines.append("(thinking) " + clip(str(block.get("thinking", "")), limit))
+        elif kind == "toolCall":
+            args = json.dumps(block.get("arguments"), ensure_ascii=False)
+            lines.append(f"→ {block.get('name')}({clip(args, limit)})  [call {block.get('id')}]")
+        elif kind == "image":
+            lines.append(f"<image {block.get('mimeType')}>")
+        else:
+            lines.append(f"<{kind}>")
+    return lines
+
+
+def message_lines(message: dict[str, Any], limit: int | None) -> list[str]:
+    role = message.get("role")
+    if role == "assistant":
+        head = f"assistant ({message.get('provider')}/{message.get('model')}, stop: {message.get('stopReason')})"
+        body = _blocks(message.get("content"), limit)
+        if message.get("errorMessage"):
+            body.append(f"error: {message['errorMessage']}")
+    elif role == "toolResult":
+        head = f"toolResult {message.get('toolName')} [call {message.get('toolCallId')}]" + (
+            " (error)" if message.get("isError") else ""
+        )
+        body = _blocks(message.get("content"), limit)
+    elif role == "bashExecution":
+        head = f"bashExecution $ {message.get('command')} (exit {message.get('exitCode')})"
+        body = [clip(str(message.get("output", "")), limit)]
+    elif role in ("compactionSummary", "branchSummary"):
+        head = str(role)
+        body = [clip(str(message.get("summary", "")), limit)]
+    elif role == "custom":
+        head = f"custom {message.get('customType')}"
+        body = _blocks(message.get("content"), limit)
+    else:
+        head = str(role)
+        body = _blocks(message.get("content"), limit)
+    return [head] + ["    " + line.replace("\n", "\n    ") for line in body]
+
+
+def render_context(result: ContextResult, *, limit: int | None = 400) -> str:
+    model = result.model or {}
+    out = [
+        f"session {result.session_id}  leaf {result.leaf_id}",
+        f"model {model.get('provider')}/{model.get('modelId')}  thinking {result.thinking_level}",
+        f"{len(result.messages)} messages, {len(result.llm)} sent to the model",
+        "",
+    ]
+    for index, message in enumerate(result.messages):
+        lines = message_lines(message, limit)
+        entry = result.entry_ids[index] if index < len(result.entry_ids) else None
+        out.append(f"[{index}] {lines[0]}  ({entry})")
+        out.extend(lines[1:])
+    out.append("")
+    out.append(render_diagnostics(result.diagnostics))
+    return "\n".join(out)
+
+
+def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
+    if not diagnostics:
+        return "diagnostics: none"
+    lines = [f"diagnostics: {len(diagnostics)}"]
+    for d in diagnostics:
+        where = f"message {d.message_index}" if d.message_index is not None else "transcript"
+        entry = f", entry {d.entry_id}" if d.entry_id else ""
+        lines.append(f"  {d.code} ({where}{entry}): {d.message}")
+    return "\n".join(lines)
+
+
+def describe_entry(entry: dict[str, Any]) -> str:
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message") or {}
+        role = message.get("role")
+        text = " ".join(message_lines(message, 60)[1:2]).strip()
+        return f"{role}: {text}" if text else str(role)
+    if kind == "model_change":
+        return f"model → {entry.get('provider')}/{entry.get('modelId')}"
+    if kind == "thinking_level_change":
+        return f"thinking → {entry.get('thinkingLevel')}"
+    if kind == "compaction":
+        return f"compaction (keeps from {entry.get('firstKeptEntryId')}, {entry.get('tokensBefore')} tokens before)"
+    if kind == "branch_summary":
+        return f"branch summary (from {entry.get('fromId')}): {clip(str(entry.get('summary', '')), 60)}"
+    if kind == "label":
+        return f"label {entry.get('targetId')} = {entry.get('label')!r}"
+    if kind == "session_info":
+        return f"name = {entry.get('name')!r}"
+    if kind == "custom":
+        return f"custom {entry.get('customType')}"
+    if kind == "custom_message":
+        return f"custom message {entry.get('customType')}"
+    return str(kind)
+
+
+def render_tree(roots: Iterable[TreeNode]) -> str:
+    lines: list[str] = []
+    stack: list[tuple[TreeNode, int]] = [(node, 0) for node in reversed(list(roots))]
+    while stack:
+        node, depth = stack.pop()
+        mark = "*" if node.on_active_path else " "
+        label = f" [{node.label}]" if node.label else ""
+        lines.append(f"{mark} {'  ' * depth}{node.entry.get('id')}{label} {describe_entry(node.entry)}")
+        # a chain of single children stays at one indent; a fork indents its branches
+        step = 0 if len(node.children) == 1 else 1
+        for child in reversed(node.children):
+            stack.append((child, depth + step))
+    lines.append("(* = on the active path)")
+    return "\n".join(lines)
+
+
+def ms_to_iso(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def render_sessions(infos: Sequence[SessionInfo]) -> str:
+    if not infos:
+        return "no sessions"
+    rows = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED")]
+    for i in infos:
+        rows.append((i.id, i.name or "-", i.cwd, str(i.entry_count), i.created[:16].replace("T", " "),
+                     ms_to_iso(i.modified_ms)))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)
