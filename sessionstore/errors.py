@@ -57,7 +57,7 @@ class SessionExistsError(SessionStoreError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f"a session with id {session_id!r} already exists")
+        super().__init__(f"a session with id {session_id!r} already exists (import --replace replaces it)")
 
 
 class LeafConflictError(SessionStoreError):

@@ -123,11 +123,12 @@ def cli(context: click.Context, url: str | None, durability: str) -> None:
 @cli.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and entries below them) and report them.")
+@click.option("--replace", is_flag=True, help="Replace a session with the same id (in the same transaction).")
 @click.option("--silent", is_flag=True, help="No progress bar.")
 @json_option
 @pass_ctx
 @handle_errors
-def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, silent: bool, as_json: bool) -> None:
+def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, silent: bool, as_json: bool) -> None:
     """Import pi session files (JSONL v1-v3); print each new session id.
 
     Each file is imported in one transaction: a file with a bad line leaves nothing behind."""
@@ -136,7 +137,7 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, silent: bool, as
         source: Any = sys.stdin.buffer if name == "-" else name
         size = 0 if name == "-" else Path(name).stat().st_size
         if silent or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
-            result = ctx.store.import_jsonl(source, lenient=lenient)
+            result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace)
         else:
             with click.progressbar(length=size, label=f"importing {name}", file=sys.stderr) as bar:
                 done = [0]
@@ -145,7 +146,7 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, silent: bool, as
                     bar.update(read - done[0])
                     done[0] = read
 
-                result = ctx.store.import_jsonl(source, lenient=lenient, progress=advance)
+                result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
         results.append(result)
         if not as_json:
             click.echo(result.session_id)

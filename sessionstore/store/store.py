@@ -230,13 +230,15 @@ class EntryStore:
         source: str | Path | IO[bytes],
         *,
         lenient: bool = False,
+        replace: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> ImportResult:
         """Import one pi session file (v1-v3) as a new session, atomically.
 
         Raises :class:`~sessionstore.errors.JsonlError` (``file:line: reason``) for a bad line, unless
         ``lenient``: then bad lines (and entries below them) are skipped and listed in the result.
-        ``progress`` is called with the bytes read so far.
+        ``progress`` is called with the bytes read so far. A session with the same id is an error
+        unless ``replace``: then it is replaced in the same transaction.
         """
         reader = SessionFileReader(source, lenient=lenient)
         try:
@@ -246,6 +248,7 @@ class EntryStore:
                 header,
                 (entry for _line, entry in reader.entries()),
                 leaf_id=leaf_hint,
+                replace=replace,
                 progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
                 source_name=reader.name,
             )
@@ -259,6 +262,7 @@ class EntryStore:
         new_entries: Iterable[Json],
         *,
         leaf_id: str | None | _Unset = UNSET,
+        replace: bool = False,
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
     ) -> ImportResult:
@@ -272,7 +276,9 @@ class EntryStore:
         last_id: str | None = None
         with self._write() as conn:
             if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first() is not None:
-                raise SessionExistsError(session_id)
+                if not replace:
+                    raise SessionExistsError(session_id)
+                self._delete(conn, session_id)
             conn.execute(insert(sessions).values(**_session_values(header), **stats.columns()))
             batch: list[Json] = []
             for entry in new_entries:
@@ -513,9 +519,13 @@ class EntryStore:
         """Remove the session and all its entries in one transaction."""
         with self._write() as conn:
             self._session_row(conn, session_id, lock=True)
-            conn.execute(update(sessions).where(sessions.c.id == session_id).values(deleting=True))
-            conn.execute(delete(entries).where(entries.c.session_id == session_id))
-            conn.execute(delete(sessions).where(sessions.c.id == session_id))
+            self._delete(conn, session_id)
+
+    def _delete(self, conn: Connection, session_id: str) -> None:
+        # The append-only trigger lets entries go only while their session is marked as deleting.
+        conn.execute(update(sessions).where(sessions.c.id == session_id).values(deleting=True))
+        conn.execute(delete(entries).where(entries.c.session_id == session_id))
+        conn.execute(delete(sessions).where(sessions.c.id == session_id))
 
     def append_entry(
         self,

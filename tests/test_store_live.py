@@ -1,0 +1,367 @@
+"""Live sessions (SPEC 4, 10): appends, leaf, branches, forks, labels, names, compaction, listing."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from builders import assistant, result, user
+from conftest import PI_FILES
+from sqlalchemy import text
+
+from sessionstore.api import SessionStore
+from sessionstore.context import build_session_context
+from sessionstore.errors import (
+    EntryNotFoundError,
+    InvalidCompactionError,
+    InvalidInputError,
+    LeafConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+)
+
+
+@pytest.fixture
+def sid(store: SessionStore) -> str:
+    return store.create_session(cwd="/work")
+
+
+def test_appends_return_pi_style_ids_and_move_the_leaf(store: SessionStore, sid: str) -> None:
+    ids = [
+        store.append_thinking_level_change(sid, "high"),
+        store.append_model_change(sid, provider="anthropic", model_id="opus"),
+        store.append_message(sid, user("hi")),
+        store.append_message(sid, assistant("hello")),
+        store.append_custom(sid, "state", {"n": 1}),
+        store.append_custom_message(sid, "note", "remember", display=False),
+        store.append_session_info(sid, "my session"),
+    ]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert store.leaf(sid) == ids[-1]
+    path = store.path(sid)
+    assert [e["id"] for e in path] == ids
+    assert [e["parentId"] for e in path] == [None, *ids[:-1]]
+    context = store.context(sid)
+    assert [m["role"] for m in context.messages] == ["user", "assistant", "custom"]
+    assert context.thinking_level == "high"
+    assert context.model == {"provider": "p1", "modelId": "m1"}
+
+
+def test_a_bad_message_is_refused_with_the_field_named(store: SessionStore, sid: str) -> None:
+    with pytest.raises(InvalidInputError, match="toolCallId"):
+        store.append_message(sid, {"role": "toolResult", "toolName": "x", "content": [], "isError": False,
+                                   "timestamp": 1})
+    assert store.count_entries(sid) == 0
+
+
+def test_unknown_roles_are_stored_as_opaque_data(store: SessionStore, sid: str) -> None:
+    store.append_message(sid, {"role": "telemetry", "payload": {"x": [1, 2]}})
+    assert store.path(sid)[0]["message"] == {"role": "telemetry", "payload": {"x": [1, 2]}}
+    assert [d.code for d in store.context(sid).diagnostics] == ["UNKNOWN_ROLE"]
+
+
+def test_expected_leaf_conflict_writes_nothing(store: SessionStore, sid: str) -> None:
+    first = store.append_message(sid, user("a"))
+    store.append_message(sid, user("b"), expected_leaf=first)
+    with pytest.raises(LeafConflictError) as raised:
+        store.append_message(sid, user("c"), expected_leaf=first)
+    assert raised.value.expected == first
+    assert store.count_entries(sid) == 2
+
+
+def test_two_stores_on_one_sqlite_file_one_wins_one_conflicts(db_url: str) -> None:
+    with SessionStore(db_url) as one, SessionStore(db_url) as two:
+        sid = one.create_session(cwd="/w")
+        root = one.append_message(sid, user("root"))
+        leaf_seen_by_both = two.leaf(sid)
+        assert leaf_seen_by_both == root
+        won = one.append_message(sid, user("from one"), expected_leaf=leaf_seen_by_both)
+        with pytest.raises(LeafConflictError):
+            two.append_message(sid, user("from two"), expected_leaf=leaf_seen_by_both)
+        assert [e["id"] for e in two.path(sid)] == [root, won]
+        assert two.count_entries(sid) == 2
+
+
+def test_branch_then_restart_then_append_lands_on_the_branch(db_url: str) -> None:
+    with SessionStore(db_url) as store:
+        sid = store.create_session(cwd="/w")
+        a = store.append_message(sid, user("a"))
+        store.append_message(sid, assistant("b"))
+        store.branch(sid, a)
+    with SessionStore(db_url) as reopened:
+        assert reopened.leaf(sid) == a
+        c = reopened.append_message(sid, assistant("c"))
+        assert [e["id"] for e in reopened.path(sid)] == [a, c]
+        assert len(reopened.children(sid, a)) == 2
+
+
+def test_reset_leaf_makes_the_next_append_a_new_root(store: SessionStore, sid: str) -> None:
+    store.append_message(sid, user("a"))
+    store.reset_leaf(sid)
+    assert store.leaf(sid) is None
+    assert store.context(sid).messages == []
+    b = store.append_message(sid, user("b"))
+    assert store.entry(sid, b)["parentId"] is None
+    assert [e["id"] for e in store.children(sid, None)][-1] == b
+
+
+def test_branch_to_an_unknown_entry_is_refused(store: SessionStore, sid: str) -> None:
+    with pytest.raises(EntryNotFoundError):
+        store.branch(sid, "nope")
+
+
+def test_branch_with_summary_records_the_abandoned_leaf(store: SessionStore, sid: str) -> None:
+    a = store.append_message(sid, user("a"))
+    abandoned = store.append_message(sid, assistant("b"))
+    summary_id = store.branch_with_summary(sid, a, "we tried b", details={"files": ["x"]})
+    summary = store.entry(sid, summary_id)
+    assert summary["parentId"] == a
+    assert summary["fromId"] == abandoned
+    assert summary["details"] == {"files": ["x"]}
+    assert store.leaf(sid) == summary_id
+    assert [m["role"] for m in store.context(sid).messages] == ["user", "branchSummary"]
+
+
+def test_labels_latest_wins_and_no_label_clears(store: SessionStore, sid: str) -> None:
+    a = store.append_message(sid, user("a"))
+    store.append_label(sid, a, "first")
+    store.append_label(sid, a, "second")
+    assert store.labels(sid) == {a: "second"}
+    (root,) = store.tree(sid)
+    assert root.label == "second"
+    store.append_label(sid, a)
+    assert store.labels(sid) == {}
+    with pytest.raises(EntryNotFoundError):
+        store.append_label(sid, "missing", "x")
+
+
+def test_tree_orders_children_by_append_and_marks_the_active_path(store: SessionStore, sid: str) -> None:
+    a = store.append_message(sid, user("a"))
+    b1 = store.append_message(sid, assistant("b1"))
+    store.branch(sid, a)
+    b2 = store.append_message(sid, assistant("b2"))
+    (root,) = store.tree(sid)
+    assert root.entry["id"] == a and root.on_active_path
+    assert [(c.entry["id"], c.on_active_path) for c in root.children] == [(b1, False), (b2, True)]
+
+
+def test_fork_copies_the_path_and_labels_and_names_the_parent(store: SessionStore, sid: str) -> None:
+    a = store.append_message(sid, user("a"))
+    b = store.append_message(sid, assistant("b"))
+    store.branch(sid, a)
+    store.append_label(sid, b, "good one")
+    store.append_message(sid, assistant("c"))
+    forked = store.fork(sid, leaf_id=b)
+    assert store.header(forked)["parentSession"] == sid
+    ids = [e["id"] for e in store.path(forked)]
+    assert ids[:2] == [a, b]
+    assert store.labels(forked) == {b: "good one"}
+    assert store.context(forked).messages == store.context(sid, leaf_id=b).messages
+
+
+def test_fork_of_a_compacted_session_resumes_to_the_same_context(store: SessionStore) -> None:
+    sid = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+    forked = store.fork(sid)
+    original, copy = store.context(sid), store.context(forked)
+    assert copy.messages == original.messages
+    assert copy.llm == original.llm
+    assert (copy.model, copy.thinking_level) == (original.model, original.thinking_level)
+
+
+def test_list_sessions_gives_listing_fields_newest_first_and_filters_by_cwd(store: SessionStore) -> None:
+    old = store.create_session(cwd="/a", timestamp="2025-01-01T00:00:00.000Z")
+    store.append_message(old, user("first question", ts=1_000))
+    store.append_message(old, assistant("answer"))
+    store.append_session_info(old, "old one")
+    new = store.create_session(cwd="/b", timestamp="2025-02-01T00:00:00.000Z")
+    store.append_message(new, {**user("later", ts=2_000_000_000_000)})
+    listed = store.list_sessions()
+    assert [i.id for i in listed] == [new, old]
+    info = listed[1]
+    assert (info.name, info.cwd, info.message_count, info.first_message, info.entry_count) == (
+        "old one", "/a", 2, "first question", 3)
+    assert [i.id for i in store.list_sessions(cwd="/a")] == [old]
+
+
+def test_delete_session_removes_everything_in_one_go(store: SessionStore, sid: str) -> None:
+    store.append_message(sid, user("a"))
+    other = store.create_session(cwd="/w")
+    store.append_message(other, user("kept"))
+    store.delete_session(sid)
+    with pytest.raises(SessionNotFoundError):
+        store.context(sid)
+    assert store.count_entries(other) == 1
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM entries WHERE session_id = :s"), {"s": sid}).scalar() == 0
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE entries SET type = 'x'",
+    "DELETE FROM entries",
+    "UPDATE entries SET payload = '{}' WHERE seq = 0",
+])
+def test_the_database_refuses_raw_update_and_delete_of_entries(store: SessionStore, sid: str, statement: str) -> None:
+    store.append_message(sid, user("a"))
+    with pytest.raises(Exception, match="append-only"), store.engine.begin() as conn:
+        conn.execute(text(statement))
+    assert store.count_entries(sid) == 1
+
+
+def test_the_database_refuses_a_parent_from_another_session(store: SessionStore, sid: str) -> None:
+    a = store.append_message(sid, user("a"))
+    other = store.create_session(cwd="/w")
+    with pytest.raises(Exception, match="FOREIGN KEY"), store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO entries (session_id, seq, entry_id, parent_id, depth, type, timestamp, payload, ctx_depth)"
+            " VALUES (:s, 0, 'x', :p, 1, 'message', '', '{}', 0)"), {"s": other, "p": a})
+
+
+def test_creating_a_session_twice_is_refused(store: SessionStore) -> None:
+    store.create_session(cwd="/w", session_id="s1")
+    with pytest.raises(SessionExistsError):
+        store.create_session(cwd="/w", session_id="s1")
+
+
+def test_export_records_a_leaf_that_is_not_the_last_entry_and_import_restores_it(
+    store: SessionStore, sid: str, tmp_path: Path
+) -> None:
+    a = store.append_message(sid, user("a"))
+    store.append_message(sid, assistant("b"))
+    store.branch(sid, a)
+    out = io.BytesIO()
+    store.export_jsonl(sid, out)
+    assert b'"leafId":"' + a.encode() + b'"' in out.getvalue().splitlines()[0]
+    with SessionStore(f"sqlite:///{tmp_path / 'other.db'}") as other:
+        other.import_jsonl(io.BytesIO(out.getvalue()))
+        assert other.leaf(sid) == a
+        assert "leafId" not in other.header(sid)
+
+
+# -- compaction -----------------------------------------------------------------------------------
+def long_session(store: SessionStore, turns: int = 30) -> str:
+    sid = store.create_session(cwd="/w")
+    for i in range(turns):
+        store.append_message(sid, user(f"question {i} " + "x" * 400))
+        store.append_message(sid, assistant("", (f"c{i}", "read", {"path": f"/f{i}"})))
+        store.append_message(sid, result(f"c{i}", "read", "y" * 2000))
+        store.append_message(sid, assistant(f"answer {i} " + "z" * 400))
+    return sid
+
+
+def test_compact_without_a_cut_plans_it_like_pi(store: SessionStore) -> None:
+    sid = long_session(store)
+    plan = store.plan_compaction(sid, keep_recent_tokens=2000)
+    assert plan is not None
+    compaction_id = store.compact(sid, summary="earlier work", keep_recent_tokens=2000)
+    entry = store.entry(sid, compaction_id)
+    assert entry["firstKeptEntryId"] == plan.first_kept_entry_id
+    assert entry["tokensBefore"] == 15
+    context = store.context(sid)
+    assert context.messages[0] == {"role": "compactionSummary", "summary": "earlier work", "tokensBefore": 15,
+                                   "timestamp": context.messages[0]["timestamp"]}
+    assert context.entry_ids[1] == plan.first_kept_entry_id
+    assert context.messages[1]["role"] != "toolResult"
+    assert context.diagnostics == []
+
+
+def test_compact_refuses_a_first_kept_entry_off_the_path(store: SessionStore) -> None:
+    sid = store.create_session(cwd="/w")
+    a = store.append_message(sid, user("a"))
+    side = store.append_message(sid, assistant("side"))
+    store.branch(sid, a)
+    store.append_message(sid, assistant("main"))
+    with pytest.raises(InvalidCompactionError, match="not on the path"):
+        store.compact(sid, summary="s", first_kept_entry_id=side, tokens_before=1)
+    with pytest.raises(InvalidCompactionError, match="not on the path"):
+        store.compact(sid, summary="s", first_kept_entry_id="nope", tokens_before=1)
+    assert store.count_entries(sid) == 3
+
+
+def test_compact_refuses_a_first_kept_tool_result(store: SessionStore) -> None:
+    sid = store.create_session(cwd="/w")
+    store.append_message(sid, user("a"))
+    store.append_message(sid, assistant("", ("c1", "ls", {})))
+    tool_result = store.append_message(sid, result("c1", "ls"))
+    with pytest.raises(InvalidCompactionError, match="toolResult"):
+        store.compact(sid, summary="s", first_kept_entry_id=tool_result, tokens_before=1)
+
+
+def test_compacting_twice_in_a_row_has_nothing_to_compact(store: SessionStore) -> None:
+    sid = long_session(store, turns=3)
+    store.compact(sid, summary="s", keep_recent_tokens=100)
+    assert store.plan_compaction(sid) is None
+    with pytest.raises(InvalidCompactionError, match="nothing to compact"):
+        store.compact(sid, summary="again")
+
+
+@pytest.mark.parametrize("name", sorted(PI_FILES))
+def test_plan_on_the_real_files_keeps_about_keep_recent_tokens_never_from_a_tool_result(
+    store: SessionStore, name: str
+) -> None:
+    sid = store.import_jsonl(PI_FILES[name]).session_id
+    plan = store.plan_compaction(sid, keep_recent_tokens=20_000)
+    assert plan is not None
+    first_kept = store.entry(sid, plan.first_kept_entry_id)
+    assert first_kept.get("message", {}).get("role") != "toolResult"
+    assert 10_000 <= plan.kept_tokens < 40_000  # the cut moves to the nearest valid cut point after the budget
+    assert plan.messages_to_summarize
+    compaction = store.compact(sid, summary="summary")
+    context = store.context(sid)
+    assert context.entry_ids[0] == compaction
+    assert context.entry_ids[1] == plan.first_kept_entry_id
+    assert "COMPACTION_FIRST_KEPT_IS_TOOL_RESULT" not in {d.code for d in context.diagnostics}
+
+
+# -- resume reads only what the context needs ---------------------------------------------------------
+def test_resume_of_a_compacted_session_reads_only_the_kept_tail(store: SessionStore) -> None:
+    sid = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+    full_path = store.path(sid)
+    part = store.context_slice(sid)
+    assert len(part.path) < len(full_path) / 2
+    assert part.path[0]["id"] == "00000227"  # the second compaction's first kept entry
+    assert part.path[-1]["id"] == full_path[-1]["id"]
+    whole = build_session_context(full_path)
+    resumed = store.context(sid)
+    assert resumed.messages == whole.messages
+    assert (resumed.model, resumed.thinking_level) == (whole.model, whole.thinking_level)
+
+
+def test_resume_after_compaction_still_finds_model_and_thinking_set_before_the_cut(store: SessionStore) -> None:
+    sid = store.create_session(cwd="/w")
+    store.append_thinking_level_change(sid, "high")
+    store.append_model_change(sid, provider="prov", model_id="early")
+    for i in range(5):
+        store.append_message(sid, user(f"u{i}"))
+    kept = store.append_message(sid, user("kept"))
+    store.compact(sid, summary="s", first_kept_entry_id=kept, tokens_before=1)
+    part = store.context_slice(sid)
+    assert [e["id"] for e in part.path][0] == kept
+    context = store.context(sid)
+    assert (context.thinking_level, context.model) == ("high", {"provider": "prov", "modelId": "early"})
+
+
+@pytest.mark.parametrize("name", sorted(PI_FILES))
+def test_context_at_any_leaf_equals_pi_over_the_whole_path(store: SessionStore, name: str) -> None:
+    sid = store.import_jsonl(PI_FILES[name]).session_id
+    entries = store.entries(sid)
+    for leaf in entries[::97] + entries[-3:]:
+        path = store.path(sid, leaf["id"])
+        expected = build_session_context(path)
+        got = store.context(sid, leaf_id=leaf["id"])
+        assert got.messages == expected.messages
+        assert (got.model, got.thinking_level) == (expected.model, expected.thinking_level)
+
+
+def test_context_at_an_unknown_leaf_is_an_error(store: SessionStore, sid: str) -> None:
+    with pytest.raises(EntryNotFoundError):
+        store.context(sid, leaf_id="nope")
+
+
+def test_a_store_error_names_the_database_problem(tmp_path: Path) -> None:
+    (tmp_path / "not-a-db").write_text("garbage" * 1000)
+    with pytest.raises(StoreError):
+        SessionStore(f"sqlite:///{tmp_path / 'not-a-db'}")
