@@ -1,0 +1,134 @@
+"""The command line: data on stdout, one-line errors on stderr, --json on read commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import assistant, user
+from click.testing import CliRunner, Result
+from conftest import PI_FILES
+
+from sessionstore.cli.main import cli
+
+COMPACTED_ID = "ffae836b-9420-4060-ac13-7745215f90ff"
+
+
+@pytest.fixture
+def run(db_url: str) -> object:
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None) -> Result:
+        return runner.invoke(cli, ["--db", db_url, *args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def test_import_prints_the_session_id_and_json_gives_counts(run) -> None:  # type: ignore[no-untyped-def]
+    assert run("import", str(PI_FILES["large-session"])).stdout.strip() == "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"
+    data = json.loads(run("import", "--json", str(PI_FILES["before-compaction"])).stdout)
+    assert data == {"sessionId": COMPACTED_ID, "entries": 1002, "skipped": [], "leafId": "000003ea"}
+
+
+def test_importing_the_same_session_twice_is_an_error_unless_replaced(run) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["before-compaction"]))
+    again = run("import", str(PI_FILES["before-compaction"]))
+    assert again.exit_code == 2
+    assert again.stderr.count("\n") == 1 and "already exists" in again.stderr
+    assert run("import", "--replace", str(PI_FILES["before-compaction"])).exit_code == 0
+
+
+def test_context_json_has_pi_field_names(run) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["before-compaction"]))
+    data = json.loads(run("context", "--json", "ffae").stdout)
+    assert list(data) == ["sessionId", "leafId", "messages", "llm", "thinkingLevel", "model", "diagnostics"]
+    assert len(data["messages"]) == 446
+    assert data["messages"][0]["role"] == "compactionSummary"
+    assert data["model"] == {"provider": "anthropic", "modelId": "claude-opus-4-5"}
+    assert {"code", "messageIndex", "entryId", "message"} <= set(data["diagnostics"][0])
+
+
+def test_context_text_shows_roles_tool_calls_and_diagnostics(run) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["before-compaction"]))
+    out = run("context", COMPACTED_ID).stdout
+    assert "compactionSummary" in out and "→ bash(" in out and "MISSING_TOOL_RESULT" in out
+
+
+def test_context_at_a_leaf_and_provider_safe(run) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["large-session"]))
+    at = json.loads(run("context", "--json", "--leaf", "00000005", "d703").stdout)
+    assert at["leafId"] == "00000005" and len(at["messages"]) == 4
+    safe = json.loads(run("context", "--json", "--provider-safe", "d703").stdout)
+    assert all(m.get("stopReason") not in ("error", "aborted") for m in safe["llm"])
+
+
+def test_validate_exits_1_on_linkage_errors_and_0_when_clean(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["large-session"]))
+    result = run("validate", "--json", "d703")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["valid"] is False
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    run("append", sid, input=json.dumps(user("hi")))
+    run("append", sid, input=json.dumps(assistant("hello")))
+    clean = run("validate", sid)
+    assert clean.exit_code == 0 and "none" in clean.stdout
+
+
+def test_export_writes_pi_v3_and_reimports(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["large-session"]))
+    out = tmp_path / "out.jsonl"
+    assert run("export", "d703", "-o", str(out)).exit_code == 0
+    expected = (PI_FILES["large-session"].parent / "large-session.v3.jsonl").read_bytes()
+    assert out.read_bytes() == expected
+    assert run("export", "d703").stdout_bytes == expected
+
+
+def test_ls_lists_sessions_with_json(run) -> None:  # type: ignore[no-untyped-def]
+    run("import", str(PI_FILES["large-session"]))
+    run("name", "d703", "theme work")
+    text = run("ls").stdout
+    assert "theme work" in text and "/Users/badlogic/workspaces/pi-mono" in text
+    (row,) = json.loads(run("ls", "--json").stdout)
+    assert row["name"] == "theme work" and row["entries"] == 1019 and row["messageCount"] == 914
+
+
+def test_live_commands_append_branch_label_fork_compact_tree_and_rm(run) -> None:  # type: ignore[no-untyped-def]
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    first = run("append", sid, input=json.dumps(user("hi"))).stdout.strip()
+    second = run("append", sid, "--expected-leaf", first, input=json.dumps(assistant("yo"))).stdout.strip()
+    conflict = run("append", sid, "--expected-leaf", first, input=json.dumps(user("late")))
+    assert conflict.exit_code == 2 and "expected leaf" in conflict.stderr
+    run("append", sid, "--type", "model_change", input='{"provider": "x", "modelId": "y"}')
+    assert run("label", sid, first, "start").exit_code == 0
+    summary_id = run("branch", sid, first, "--summary", "abandoned yo").stdout.strip()
+    assert json.loads(run("show", sid, summary_id).stdout)["fromId"] != first
+    tree = run("tree", sid).stdout
+    assert "[start]" in tree and f"* {first}" in tree
+    assert json.loads(run("tree", "--json", sid).stdout)[0]["label"] == "start"
+    forked = json.loads(run("fork", sid, "--leaf", second, "--json").stdout)
+    assert forked["parentSession"] == sid
+    plan = json.loads(run("compact", sid, "--plan", "--json", "--keep-recent-tokens", "1").stdout)
+    assert "firstKeptEntryId" in plan
+    assert run("compact", sid, "--summary", "s", "--keep-recent-tokens", "1").exit_code == 0
+    assert run("rm", sid, "--yes").exit_code == 0
+    gone = run("context", sid)
+    assert gone.exit_code == 2 and gone.stderr.startswith("error: no session")
+
+
+def test_bad_input_gives_one_line_and_no_traceback(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"session","id":"s","timestamp":"t","cwd":"/"}\n{"type":"message",\n')
+    result = run("import", str(bad))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {bad}:2: invalid JSON")
+    assert "Traceback" not in result.output
+    missing = run("import", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    assert run("append", "nosuch", input="{}").exit_code == 2
+    assert run("append", "x", input="not json").exit_code == 2
+
+
+def test_help_names_the_default_database() -> None:
+    out = CliRunner().invoke(cli, ["--help"]).output
+    assert "SESSIONSTORE_DB" in out and "sessions.db" in out

@@ -1,0 +1,76 @@
+"""The schema comes from Alembic revisions and is checked on open."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import inspect
+
+from sessionstore.api import SessionStore
+from sessionstore.cli.main import cli
+from sessionstore.errors import SchemaError
+from sessionstore.store import migrate
+from sessionstore.store.engine import make_engine
+from sessionstore.store.schema import SCHEMA_REVISION, metadata
+
+
+def test_the_code_needs_the_head_revision_of_the_migrations() -> None:
+    assert migrate.head_revision() == SCHEMA_REVISION
+
+
+def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    SessionStore(url).close()
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (SCHEMA_REVISION,)
+        triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert {"entries_append_only_update", "entries_append_only_delete"} <= triggers
+
+
+def test_the_migrated_schema_matches_the_code_schema(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    SessionStore(url).close()
+    engine = make_engine(url)
+    inspector = inspect(engine)
+    for table in metadata.sorted_tables:
+        assert {c["name"] for c in inspector.get_columns(table.name)} == {c.name for c in table.columns}
+    engine.dispose()
+
+
+def test_a_database_without_a_recorded_revision_is_refused_when_upgrades_are_off(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with SessionStore(url) as store:
+        sid = store.create_session(cwd="/w")
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        conn.execute("DELETE FROM alembic_version")
+    with pytest.raises(SchemaError, match="db upgrade"), SessionStore(url, upgrade=False):
+        pass
+
+
+def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'future.db'}"
+    SessionStore(url).close()
+    with sqlite3.connect(tmp_path / "future.db") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(SchemaError, match="newer version"):
+        SessionStore(url)
+
+
+def test_db_commands_report_and_upgrade_the_schema(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--db", url, "db", "current"]).output.strip() == "none"
+    checked = runner.invoke(cli, ["--db", url, "db", "check"])
+    assert checked.exit_code == 2 and "db upgrade" in checked.stderr
+    assert runner.invoke(cli, ["--db", url, "db", "upgrade"]).output.strip() == f"schema at {SCHEMA_REVISION}"
+    assert runner.invoke(cli, ["--db", url, "db", "check"]).exit_code == 0
+
+
+def test_sqlite_runs_in_wal_with_full_sync_by_default(tmp_path: Path) -> None:
+    with SessionStore(f"sqlite:///{tmp_path / 'w.db'}") as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
