@@ -228,8 +228,8 @@ class SessionStore(EntryStore):
         wanted = {t: lbl for t, lbl in self.labels(session_id).items() if t in on_path}
         copied: dict[str, str | None] = {}
         for entry in path:
-            if entry.get("type") == "label":
-                copied[entry.get("targetId")] = entry.get("label")
+            if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
+                copied[entry["targetId"]] = entry.get("label")
         new_entries = [copy.deepcopy(e) for e in path]
         parent = path[-1]["id"] if path else None
         taken = set(on_path)

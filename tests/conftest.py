@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 
 from sessionstore.api import SessionStore
+from tests.paths import FIXTURES, PI_FILES, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "fixtures"
-PI_FILES = {
-    "large-session": FIXTURES / "pi" / "large-session.jsonl",
-    "before-compaction": FIXTURES / "pi" / "before-compaction.jsonl",
-}
+__all__ = ["FIXTURES", "PI_FILES", "ROOT"]
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import assistant, user
 from click.testing import CliRunner, Result
-from conftest import PI_FILES
 
 from sessionstore.cli.main import cli
+from tests.builders import assistant, user
+from tests.paths import PI_FILES
 
 COMPACTED_ID = "ffae836b-9420-4060-ac13-7745215f90ff"
 

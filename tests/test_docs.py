@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import ROOT
 
 from sessionstore import errors
 from sessionstore.cli.main import cli
 from sessionstore.validate import DIAGNOSTIC_CODES
+from tests.paths import ROOT
 
 README = (ROOT / "README.md").read_text()
 
@@ -62,7 +62,7 @@ def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     (block,) = re.findall(r"```python\n(.*?)```", README, re.S)
     namespace: dict[str, object] = {}
-    exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    exec(compile(block, "README.md", "exec"), namespace)
     ctx = namespace["ctx"]
     assert [m["role"] for m in ctx.messages] == ["user", "assistant", "toolResult"]  # type: ignore[attr-defined]
     assert ctx.diagnostics == []  # type: ignore[attr-defined]

@@ -6,9 +6,9 @@ import copy
 from typing import Any
 
 import pytest
-from builders import assistant, result, user
 
 from sessionstore.context import bash_execution_to_text, convert_to_llm, project
+from tests.builders import assistant, result, user
 
 
 def bash(**fields: Any) -> dict[str, Any]:

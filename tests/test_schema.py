@@ -43,7 +43,7 @@ def test_the_migrated_schema_matches_the_code_schema(tmp_path: Path) -> None:
 def test_a_database_without_a_recorded_revision_is_refused_when_upgrades_are_off(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'old.db'}"
     with SessionStore(url) as store:
-        sid = store.create_session(cwd="/w")
+        store.create_session(cwd="/w")
     with sqlite3.connect(tmp_path / "old.db") as conn:
         conn.execute("DELETE FROM alembic_version")
     with pytest.raises(SchemaError, match="db upgrade"), SessionStore(url, upgrade=False):

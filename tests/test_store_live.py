@@ -7,8 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from builders import assistant, result, user
-from conftest import PI_FILES
 from sqlalchemy import text
 
 from sessionstore.api import SessionStore
@@ -22,6 +20,8 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from tests.builders import assistant, result, user
+from tests.paths import PI_FILES
 
 
 @pytest.fixture
@@ -339,7 +339,7 @@ def test_resume_after_compaction_still_finds_model_and_thinking_set_before_the_c
     kept = store.append_message(sid, user("kept"))
     store.compact(sid, summary="s", first_kept_entry_id=kept, tokens_before=1)
     part = store.context_slice(sid)
-    assert [e["id"] for e in part.path][0] == kept
+    assert next(e["id"] for e in part.path) == kept
     context = store.context(sid)
     assert (context.thinking_level, context.model) == ("high", {"provider": "prov", "modelId": "early"})
 

@@ -20,6 +20,8 @@ class FrozenDict(Mapping[str, Any]):
     """A read-only, hashable mapping with JSON values. Keys like ``__proto__`` are ordinary keys."""
 
     __slots__ = ("_data", "_hash")
+    _data: dict[str, Any]
+    _hash: int | None
 
     def __init__(self, data: dict[str, Any]) -> None:
         object.__setattr__(self, "_data", data)
@@ -40,7 +42,7 @@ class FrozenDict(Mapping[str, Any]):
     def __hash__(self) -> int:
         if self._hash is None:
             object.__setattr__(self, "_hash", hash(tuple(self._data.items())))
-        return self._hash  # type: ignore[return-value]
+        return self._hash  # type: ignore[return-value]  # set just above
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenDict):

@@ -9,6 +9,7 @@ loss may lose the last transactions, never corrupt the file). Write transactions
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -63,12 +64,8 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
-        try:
-            import psycopg  # noqa: F401
-        except ImportError as exc:
-            raise BackendUnavailableError(
-                "PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'"
-            ) from exc
+        if importlib.util.find_spec("psycopg") is None:
+            raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
         return create_engine(parsed, json_serializer=_dumps, json_deserializer=_loads, pool_pre_ping=True)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 from alembic import command
@@ -10,7 +11,6 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
-import sessionstore._migrations as _migrations
 from sessionstore.errors import SchemaError
 from sessionstore.store.engine import WRITE
 from sessionstore.store.schema import SCHEMA_REVISION
@@ -18,7 +18,9 @@ from sessionstore.store.schema import SCHEMA_REVISION
 
 def alembic_config() -> Config:
     config = Config()
-    config.set_main_option("script_location", str(Path(_migrations.__file__).parent))
+    # `migrations/` is installed as the package `sessionstore._migrations` (see pyproject.toml).
+    location = Path(str(import_module("sessionstore._migrations").__file__)).parent
+    config.set_main_option("script_location", str(location))
     return config
 
 

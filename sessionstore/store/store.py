@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from pydantic import ValidationError
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import ProgrammingError as SAProgrammingError
 
-from sessionstore.models.timestamps import now_iso
 from sessionstore.errors import (
     EntryNotFoundError,
     InvalidInputError,
@@ -28,11 +28,18 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models.entries import parse_entry
+from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.engine import WRITE, Durability, default_url, make_engine
 from sessionstore.store.facts import NodeFacts, SessionStats, entry_row, facts_for
 from sessionstore.store.schema import Payload, entries, sessions
-from sessionstore.wire.jsonl import CURRENT_VERSION, SessionFileReader, SkippedLine, dump_line, format_validation_error
+from sessionstore.wire.jsonl import (
+    CURRENT_VERSION,
+    SessionFileReader,
+    SkippedLine,
+    dump_line,
+    format_validation_error,
+)
 
 Json = dict[str, Any]
 
@@ -261,7 +268,7 @@ class EntryStore:
         header: Json,
         new_entries: Iterable[Json],
         *,
-        leaf_id: str | None | _Unset = UNSET,
+        leaf_id: str | _Unset | None = UNSET,
         replace: bool = False,
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
@@ -393,6 +400,7 @@ class EntryStore:
         """Children of ``entry_id`` in append order (``None``: the roots)."""
         with self._read() as conn:
             self._session_row(conn, session_id)
+            cond: ColumnElement[bool]
             if entry_id is None:
                 cond = entries.c.parent_seq.is_(None)
             else:
@@ -404,7 +412,7 @@ class EntryStore:
                 )
             ]
 
-    def path(self, session_id: str, leaf_id: str | None | _Unset = UNSET) -> list[Json]:
+    def path(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> list[Json]:
         """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
         with self._read() as conn:
             row = self._session_row(conn, session_id)
@@ -414,7 +422,7 @@ class EntryStore:
             seq = self._seq_of(conn, session_id, leaf)
             return [p for _s, p in conn.execute(_PATH_SQL, {"sid": session_id, "leaf": seq, "stop": 0})]
 
-    def context_slice(self, session_id: str, leaf_id: str | None | _Unset = UNSET) -> ContextSlice:
+    def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
         with self._read() as conn:
@@ -532,8 +540,8 @@ class EntryStore:
         session_id: str,
         fields: Json,
         *,
-        expected_leaf: str | None | _Unset = UNSET,
-        parent_id: str | None | _Unset = UNSET,
+        expected_leaf: str | _Unset | None = UNSET,
+        parent_id: str | _Unset | None = UNSET,
         entry_id: str | None = None,
         check: Callable[[Connection, Json, Any], None] | None = None,
     ) -> str:
@@ -565,9 +573,8 @@ class EntryStore:
                 entry["timestamp"] = fields["timestamp"]
             try:
                 parse_entry(entry)
-            except Exception as exc:
-                reason = format_validation_error(exc) if hasattr(exc, "errors") else str(exc)
-                raise InvalidInputError(f"bad {kind!r} entry: {reason}") from None
+            except ValidationError as exc:
+                raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
             if check is not None:
                 check(conn, entry, row)
             parent_facts = None if parent_seq is None else self._facts(conn, session_id, parent_seq)
@@ -614,7 +621,7 @@ class EntryStore:
         ).scalar()
         return int(target.depth) if found else None
 
-    def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | None | _Unset = UNSET) -> None:
+    def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
         with self._write() as conn:
             row = self._session_row(conn, session_id, lock=True)
@@ -633,9 +640,14 @@ class EntryStore:
 
 
 def _kept_depth_in_memory(
-    entry: Json, parent_seq: int | None, index: dict[str, int], parents: Sequence[int | None], facts: Sequence[NodeFacts]
+    entry: Json,
+    parent_seq: int | None,
+    index: dict[str, int],
+    parents: Sequence[int | None],
+    facts: Sequence[NodeFacts],
 ) -> int | None:
-    target = index.get(entry.get("firstKeptEntryId"))  # type: ignore[arg-type]
+    first_kept = entry.get("firstKeptEntryId")
+    target = index.get(first_kept) if isinstance(first_kept, str) else None
     if target is None or parent_seq is None:
         return None
     depth = facts[target].depth

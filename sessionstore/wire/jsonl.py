@@ -82,7 +82,7 @@ class SessionFileReader:
                 raise JsonlError(self.name, None, exc.strerror or str(exc)) from exc
             self._owns = True
         else:
-            self.name = name or getattr(source, "name", "<stream>")
+            self.name = name or str(getattr(source, "name", "<stream>"))
             self._fp = source
             self._owns = False
         self.lenient = lenient

@@ -1,0 +1,29 @@
+"""Transcript validation: stable diagnostic codes, the diagnostic value, and ``validate_transcript``."""
+
+from sessionstore.validate.codes import (
+    CONTEXT_CODES,
+    DIAGNOSTIC_CODES,
+    ERROR_CODES,
+    LINKAGE_CODES,
+    SHAPE_CODES,
+    ContextCode,
+    DiagnosticCode,
+    LinkageCode,
+    ShapeCode,
+)
+from sessionstore.validate.diagnostic import Diagnostic
+from sessionstore.validate.transcript import validate_transcript
+
+__all__ = [
+    "CONTEXT_CODES",
+    "DIAGNOSTIC_CODES",
+    "ERROR_CODES",
+    "LINKAGE_CODES",
+    "SHAPE_CODES",
+    "ContextCode",
+    "Diagnostic",
+    "DiagnosticCode",
+    "LinkageCode",
+    "ShapeCode",
+    "validate_transcript",
+]

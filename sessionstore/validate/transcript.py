@@ -1,0 +1,85 @@
+"""Transcript validation (SPEC 7): every problem of a message list, reported, never raised."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from sessionstore.validate import _linkage, _shape
+from sessionstore.validate._finding import Finding
+from sessionstore.validate._read import Unreadable, describe_exception, exact_str, read_sequence
+from sessionstore.validate.diagnostic import Diagnostic
+
+
+def validate_transcript(
+    value: object,
+    *,
+    entry_ids: Sequence[str | None] | None = None,
+    known_roles: Iterable[str] | None = None,
+) -> tuple[Diagnostic, ...]:
+    """All shape and linkage diagnostics of the transcript ``value``; ``()`` when it is valid.
+
+    ``value`` may be anything. A transcript is a list (any non-text sequence) of messages in pi's
+    wire shape: mappings with camelCase keys, or objects with ``model_dump()`` (pydantic models,
+    dumped once with ``by_alias=True``). The function never raises ``Exception``: values whose
+    attribute, item, length or iteration access raises are reported as ``UNREADABLE_VALUE``, and a
+    bug in the validator itself as ``VALIDATION_INTERNAL_ERROR`` after the findings made so far. Each
+    field is read at most once, so values that change between reads cannot make it inconsistent.
+
+    Result order: shape diagnostics by message index, then linkage diagnostics by message index.
+    A valid tool round is a unique tool call id with exactly one later toolResult of the same
+    ``toolCallId`` and ``toolName``; unanswered calls (e.g. aborted turns in real sessions) are
+    reported as ``MISSING_TOOL_RESULT`` at the call's message.
+
+    ``entry_ids``, parallel to the messages, gives the session entry each message came from; every
+    diagnostic about message ``i`` carries ``entry_ids[i]`` (absent, unreadable or non-string ids
+    give ``None``). ``known_roles`` names roles the application registered beyond the built-in ones
+    (user, assistant, toolResult, bashExecution, custom, branchSummary, compactionSummary); their
+    messages are not checked, and any other role is reported as ``UNKNOWN_ROLE``.
+    """
+    ids: tuple[str | None, ...] = ()
+    scan: _shape.ShapeScan | None = None
+    try:
+        ids = _entry_ids(entry_ids)
+        scan = _shape.ShapeScan(_roles(known_roles))
+        _shape.scan_transcript(scan, value)
+        findings = [*scan.findings, *_linkage.link_tool_rounds(scan.calls, scan.results)]
+    except Exception as exc:
+        findings = list(scan.findings) if scan is not None else []
+        findings.append(
+            Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
+        )
+    return tuple(_diagnostic(finding, ids) for finding in findings)
+
+
+def _diagnostic(finding: Finding, ids: tuple[str | None, ...]) -> Diagnostic:
+    index = finding.message_index
+    entry_id = ids[index] if index is not None and 0 <= index < len(ids) else None
+    return Diagnostic(finding.code, index, entry_id, finding.message)
+
+
+def _entry_ids(entry_ids: object) -> tuple[str | None, ...]:
+    """The entry ids as exact strings (``None`` where absent or unusable)."""
+    if entry_ids is None:
+        return ()
+    read = read_sequence(entry_ids)
+    if read is None or type(read) is Unreadable:
+        return ()
+    return tuple(exact_str(entry_id) for entry_id in read.items)
+
+
+def _roles(known_roles: object) -> frozenset[str]:
+    """The registered role names as exact strings; a lone string is one role."""
+    if known_roles is None:
+        return frozenset()
+    single = exact_str(known_roles)
+    if single is not None:
+        return frozenset({single})
+    roles: set[str] = set()
+    try:
+        for role in known_roles:  # type: ignore[attr-defined]
+            text = exact_str(role)
+            if text is not None:
+                roles.add(text)
+    except Exception:
+        pass  # roles read before the failure still count; the rest are reported as UNKNOWN_ROLE
+    return frozenset(roles)
