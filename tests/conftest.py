@@ -1,20 +1,96 @@
-"""Shared fixtures: a real SQLite file per test (and PostgreSQL when SESSIONSTORE_TEST_PG_URL is set)."""
+"""Shared fixtures. ``db_url``/``store`` run every test on a real SQLite file and, when
+``SESSIONSTORE_TEST_PG_URL`` names a PostgreSQL server (CI always does), on a fresh PostgreSQL
+database per test, cloned from a migrated template."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
+from sessionstore.store import migrate
+from sessionstore.store.engine import make_engine
 from tests.paths import FIXTURES, PI_FILES, ROOT
 
 __all__ = ["FIXTURES", "PI_FILES", "ROOT"]
 
+PG_URL = os.environ.get("SESSIONSTORE_TEST_PG_URL")
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param(
+        "postgresql",
+        id="postgresql",
+        marks=pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set"),
+    ),
+]
+
+
+def _admin_url() -> str:
+    assert PG_URL is not None
+    return make_url(PG_URL).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+
+
+def _database_url(name: str) -> str:
+    assert PG_URL is not None
+    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    """A migrated PostgreSQL database that each test's database is cloned from."""
+    name = f"sessionstore_tpl_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    engine = make_engine(_database_url(name))
+    migrate.upgrade(engine)
+    engine.dispose()
+    yield name
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def fresh_pg_database(template: str) -> tuple[str, str]:
+    name = f"sessionstore_t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+    admin.dispose()
+    return name, _database_url(name)
+
+
+def drop_pg_database(name: str) -> None:
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
+def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'sessions.db'}"
+        return
+    template = request.getfixturevalue("pg_template")
+    name, url = fresh_pg_database(template)
+    yield url
+    drop_pg_database(name)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'sessions.db'}"
 
 
