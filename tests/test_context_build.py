@@ -131,7 +131,12 @@ def test_compaction_first_kept_at_a_tool_result_is_reported() -> None:
 
 
 def test_the_last_compaction_on_the_path_wins() -> None:
-    path = [*compacted_path("c"), msg("f", "e", assistant("six")), entry("k2", "f", "compaction", summary="S2", firstKeptEntryId="e", tokensBefore=5), msg("g", "k2", user("seven"))]
+    path = [
+        *compacted_path("c"),
+        msg("f", "e", assistant("six")),
+        entry("k2", "f", "compaction", summary="S2", firstKeptEntryId="e", tokensBefore=5),
+        msg("g", "k2", user("seven")),
+    ]
     context = build_session_context(path)
     assert context.messages[0]["summary"] == "S2"
     assert context.entry_ids == ["k2", "e", "f", "g"]

@@ -214,7 +214,7 @@ def test_the_database_refuses_raw_update_and_delete_of_entries(store: SessionSto
 def test_the_database_refuses_a_parent_from_another_session(store: SessionStore, sid: str) -> None:
     a = store.append_message(sid, user("a"))
     other = store.create_session(cwd="/w")
-    with pytest.raises(Exception, match="(?i)foreign key"), store.engine.begin() as conn:
+    with pytest.raises(Exception, match=r"(?i)foreign key"), store.engine.begin() as conn:
         conn.execute(text(
             "INSERT INTO entries (session_id, seq, entry_id, parent_id, depth, type, timestamp, payload, ctx_depth)"
             " VALUES (:s, 0, 'x', :p, 1, 'message', '', '{}', 0)"), {"s": other, "p": a})

@@ -414,6 +414,32 @@ def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
     click.echo(f"deleted {sid}", err=True)
 
 
+@cli.command()
+@click.option("--export-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to write the exported JSONL (default: the temporary directory).")
+@pass_ctx
+@handle_errors
+def demo(ctx: Ctx, export_dir: Path | None) -> None:
+    """Record a scripted tool-using conversation from the bundled provider fixture, then branch, fork,
+    compact, export and resume it, and print the context, the tree and the validation report."""
+    from sessionstore.demo import run_demo
+
+    result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: click.echo(line))
+    with SessionStore(ctx.url) as store:
+        click.echo("")
+        click.echo(f"== tree of session {result.session_id} ==")
+        click.echo(render.render_tree(store.tree(result.session_id)))
+        click.echo("")
+        click.echo(f"== context of the fork {result.fork_id}, resumed from the database ==")
+        click.echo(render.render_context(result.context))
+        click.echo("")
+        click.echo("== validation ==")
+        for sid in (result.session_id, result.fork_id):
+            diagnostics = store.validate(sid)
+            verdict = "valid" if not any(d.code in ERROR_CODES for d in diagnostics) else "INVALID"
+            click.echo(f"session {sid}: {verdict}; {render.render_diagnostics(diagnostics)}")
+
+
 # -- schema -----------------------------------------------------------------------------------
 @cli.group()
 def db() -> None:

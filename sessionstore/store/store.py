@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Self
 
 from pydantic import ValidationError
 from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, text, update
@@ -183,7 +183,7 @@ class EntryStore:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> EntryStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
