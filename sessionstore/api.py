@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, select
 
 from sessionstore.context import build_session_context, project
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
@@ -26,8 +25,8 @@ from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import now_iso
-from sessionstore.store.schema import entries
-from sessionstore.store.store import UNSET, EntryStore, ImportResult, SessionInfo, TreeNode, _Unset
+from sessionstore.store.rawtx import RawTx
+from sessionstore.store.store import UNSET, EntryStore, ImportResult, SessionHead, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic, validate_transcript
 from sessionstore.wire.jsonl import CURRENT_VERSION, format_validation_error
 
@@ -307,23 +306,21 @@ class SessionStore(EntryStore):
         CompactionEntry.model_validate({**fields, "id": "x", "parentId": None, "timestamp": ""})
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
 
-    def _check_first_kept(self, conn: Connection, entry: Json, row: Any) -> None:
+    def _check_first_kept(self, tx: RawTx, entry: Json, head: SessionHead) -> None:
         first_kept = entry["firstKeptEntryId"]
-        session_id = row.id
-        target = conn.execute(
-            select(entries.c.role).where(entries.c.session_id == session_id, entries.c.entry_id == first_kept)
-        ).first()
+        role = tx.one("SELECT role FROM entries WHERE session_id = :sid AND entry_id = :eid",
+                      {"sid": head.id, "eid": first_kept})
         on_path = (
-            target is not None
-            and row.leaf_seq is not None
-            and self._kept_depth(conn, session_id, first_kept, row.leaf_seq) is not None
+            role is not None
+            and head.leaf_facts is not None
+            and self._kept_depth(tx, head.id, first_kept, head.leaf_facts.seq) is not None
         )
         if not on_path:
             raise InvalidCompactionError(
                 f"firstKeptEntryId {first_kept!r} is not on the path before the compaction"
                 " (pi would silently drop every kept message)"
             )
-        if target is not None and target.role == "toolResult":
+        if role is not None and role[0] == "toolResult":
             raise InvalidCompactionError(
                 f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
                 " whose call was summarised away"

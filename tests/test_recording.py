@@ -52,7 +52,8 @@ def test_a_full_tool_round_resumes_as_a_valid_transcript(store: SessionStore) ->
         assert second.response is not None and second.response.text == "The sum is 42."
 
     asyncio.run(converse())
-    context = SessionStore(store.url).context(sid)
+    with SessionStore(store.url) as resumed:
+        context = resumed.context(sid)
     assert [m["role"] for m in context.messages] == ["user", "assistant", "toolResult", "assistant"]
     assert context.messages[2]["toolCallId"] == "call-add-001"
     assert not [d for d in context.diagnostics if d.code in ERROR_CODES]

@@ -38,7 +38,8 @@ def default_url() -> str:
     return os.environ.get(ENV_URL) or f"sqlite:///{default_db_path()}"
 
 
-def _dumps(value: Any) -> str:
+def json_dumps(value: Any) -> str:
+    """JSON text of a payload: orjson, or the standard library for what orjson refuses."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -66,14 +67,14 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
-        return create_engine(parsed, json_serializer=_dumps, json_deserializer=_loads, pool_pre_ping=True)
+        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=_loads, pool_pre_ping=True)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     try:
-        engine = create_engine(parsed, json_serializer=_dumps, json_deserializer=_loads)
+        engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=_loads)
     except NoSuchModuleError as exc:  # pragma: no cover - sqlite3 ships with CPython
         raise BackendUnavailableError(str(exc)) from exc
     synchronous = "FULL" if durability == "full" else "NORMAL"

@@ -30,8 +30,9 @@ from sessionstore.errors import (
 from sessionstore.models.entries import parse_entry
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
-from sessionstore.store.engine import WRITE, Durability, default_url, make_engine
+from sessionstore.store.engine import WRITE, Durability, default_url, json_dumps, make_engine
 from sessionstore.store.facts import NodeFacts, SessionStats, entry_row, facts_for
+from sessionstore.store.rawtx import RawTx, raw_write
 from sessionstore.store.schema import Payload, entries, sessions
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
@@ -76,8 +77,7 @@ _PATH_SQL = text(
 ).columns(seq=entries.c.seq.type, payload=Payload)
 """The root-to-leaf path (or its tail from depth ``:stop``), in one recursive query from the leaf."""
 
-_ANCESTOR_SQL = text(
-    """
+_ANCESTOR_RAW = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
         SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :start
         UNION ALL
@@ -86,8 +86,33 @@ _ANCESTOR_SQL = text(
         WHERE p.depth > :stop
     )
     SELECT count(*) FROM path WHERE seq = :target
-    """
+"""
+_HEAD = (
+    "SELECT s.leaf_id, s.leaf_seq, s.entry_count, s.message_count, s.name, s.first_message, s.modified_ms,"
+    " s.deleting, e.depth, e.ctx_depth, e.compaction_seq, e.model_seq, e.thinking_seq"
+    " FROM sessions s LEFT JOIN entries e ON e.session_id = s.id AND e.seq = s.leaf_seq WHERE s.id = :sid"
 )
+_FACTS_BY_ID = (
+    "SELECT seq, depth, ctx_depth, compaction_seq, model_seq, thinking_seq FROM entries"
+    " WHERE session_id = :sid AND entry_id = :eid"
+)
+_ENTRY_EXISTS = "SELECT 1 FROM entries WHERE session_id = :sid AND entry_id = :eid"
+_SEQ_DEPTH_BY_ID = "SELECT seq, depth FROM entries WHERE session_id = :sid AND entry_id = :eid"
+_UPDATE_HEAD = (
+    "UPDATE sessions SET leaf_id = :leaf_id, leaf_seq = :leaf_seq, entry_count = :entry_count,"
+    " message_count = :message_count, name = :name, first_message = :first_message, modified_ms = :modified_ms"
+    " WHERE id = :sid"
+)
+
+
+@dataclass(slots=True)
+class SessionHead:
+    """A session's row as an append sees it: its leaf, the leaf's facts and the listing columns."""
+
+    id: str
+    leaf_id: str | None
+    leaf_facts: NodeFacts | None
+    stats: SessionStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,83 +568,102 @@ class EntryStore:
         expected_leaf: str | _Unset | None = UNSET,
         parent_id: str | _Unset | None = UNSET,
         entry_id: str | None = None,
-        check: Callable[[Connection, Json, Any], None] | None = None,
+        check: Callable[[RawTx, Json, SessionHead], None] | None = None,
     ) -> str:
         """Append an entry (``fields`` holds ``type`` and the type's fields) as a child of the leaf
         (or of ``parent_id``), move the leaf to it, and return its id.
 
         ``expected_leaf``: raise :class:`LeafConflictError` and write nothing unless the session's
-        leaf is still that entry (``None``: no leaf)."""
+        leaf is still that entry (``None``: no leaf). ``check`` runs inside the transaction, before
+        anything is written, and may raise to refuse the entry."""
         kind = fields.get("type")
         if not isinstance(kind, str) or kind == "session":
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
-        with self._write() as conn:
-            row = self._session_row(conn, session_id, lock=True)
-            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
-                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
+        entry: Json = {"type": kind, "id": entry_id, "parentId": None, "timestamp": now_iso()}
+        entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
+        if entry_id is not None and not entry_id:
+            raise InvalidInputError("an entry id must be a non-empty string")
+        with raw_write(self.engine) as tx:
+            head = self._head(tx, session_id)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
+            parent_facts = head.leaf_facts
             if isinstance(parent_id, _Unset):
-                parent, parent_seq = row.leaf_id, row.leaf_seq
+                parent = head.leaf_id
             else:
                 parent = parent_id
-                parent_seq = None if parent is None else self._seq_of(conn, session_id, parent)
-            new_id = entry_id if entry_id is not None else self._new_id(conn, session_id)
-            if entry_id is not None and conn.execute(
-                select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
-            ).first():
+                parent_facts = None if parent is None else self._raw_facts(tx, session_id, entry_id=parent)
+            if entry_id is None:
+                entry["id"] = self._new_id(tx, session_id)
+            elif tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": entry_id}) is not None:
                 raise InvalidInputError(f"session {session_id!r} already has an entry {entry_id!r}")
-            entry: Json = {"type": kind, "id": new_id, "parentId": parent, "timestamp": now_iso()}
-            entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
-            if "timestamp" in fields:
-                entry["timestamp"] = fields["timestamp"]
+            entry["parentId"] = parent
             try:
                 parse_entry(entry)
             except ValidationError as exc:
                 raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
             if check is not None:
-                check(conn, entry, row)
-            parent_facts = None if parent_seq is None else self._facts(conn, session_id, parent_seq)
-            seq = int(row.entry_count)
+                check(tx, entry, head)
+            seq = head.stats.entry_count
             kept_depth = None
-            if kind == "compaction" and parent_seq is not None:
-                kept_depth = self._kept_depth(conn, session_id, entry.get("firstKeptEntryId"), parent_seq)
+            if kind == "compaction" and parent_facts is not None:
+                kept_depth = self._kept_depth(tx, session_id, entry.get("firstKeptEntryId"), parent_facts.seq)
             facts = facts_for(entry, seq, parent_facts, kept_depth)
-            stats = SessionStats(
-                int(row.entry_count), int(row.message_count), row.name, row.first_message, row.modified_ms
-            )
-            stats.add(entry)
-            conn.execute(insert(entries).values(**entry_row(session_id, entry, facts, parent_seq)))
-            conn.execute(
-                update(sessions)
-                .where(sessions.c.id == session_id)
-                .values(leaf_id=new_id, leaf_seq=seq, **stats.columns())
-            )
-        return new_id
+            head.stats.add(entry)
+            row = entry_row(session_id, entry, facts, None if parent_facts is None else parent_facts.seq)
+            row["payload"] = self._payload(entry)
+            tx.execute(self._insert_sql, row)
+            tx.execute(_UPDATE_HEAD, {"sid": session_id, "leaf_id": entry["id"], "leaf_seq": seq,
+                                      **head.stats.columns()})
+        return str(entry["id"])
 
-    def _new_id(self, conn: Connection, session_id: str) -> str:
+    def _payload(self, entry: Json) -> str:
+        return json_dumps(entry)
+
+    @property
+    def _insert_sql(self) -> str:
+        payload = "CAST(:payload AS jsonb)" if self.dialect == "postgresql" else ":payload"
+        return (
+            "INSERT INTO entries (session_id, seq, entry_id, parent_id, parent_seq, depth, type, role, timestamp,"
+            " payload, ctx_depth, compaction_seq, model_seq, thinking_seq) VALUES (:session_id, :seq, :entry_id,"
+            f" :parent_id, :parent_seq, :depth, :type, :role, :timestamp, {payload}, :ctx_depth, :compaction_seq,"
+            " :model_seq, :thinking_seq)"
+        )
+
+    def _head(self, tx: RawTx, session_id: str) -> SessionHead:
+        """The session row (locked on PostgreSQL) with the facts of its leaf entry."""
+        lock = " FOR UPDATE OF s" if self.dialect == "postgresql" else ""
+        row = tx.one(_HEAD + lock, {"sid": session_id})
+        if row is None or row[7]:
+            raise SessionNotFoundError(session_id)
+        leaf_id, leaf_seq, count, messages, name, first, modified = row[:7]
+        facts = None if leaf_seq is None else NodeFacts(int(leaf_seq), *(row[8:13]))
+        return SessionHead(session_id, leaf_id, facts, SessionStats(int(count), int(messages), name, first, modified))
+
+    def _raw_facts(self, tx: RawTx, session_id: str, *, entry_id: str) -> NodeFacts:
+        row = tx.one(_FACTS_BY_ID, {"sid": session_id, "eid": entry_id})
+        if row is None:
+            raise EntryNotFoundError(session_id, entry_id)
+        return NodeFacts(*row)
+
+    def _new_id(self, tx: RawTx, session_id: str) -> str:
+        """8 hex characters as pi generates them, checked against the session's ids."""
         for _ in range(100):
             candidate = uuid.uuid4().hex[:8]
-            taken = conn.execute(
-                select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == candidate)
-            ).first()
-            if taken is None:
+            if tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": candidate}) is None:
                 return candidate
         return str(uuid.uuid4())
 
-    def _kept_depth(self, conn: Connection, session_id: str, first_kept: Any, parent_seq: int) -> int | None:
+    def _kept_depth(self, tx: RawTx, session_id: str, first_kept: Any, parent_seq: int) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
         if not isinstance(first_kept, str):
             return None
-        target = conn.execute(
-            select(entries.c.seq, entries.c.depth).where(
-                entries.c.session_id == session_id, entries.c.entry_id == first_kept
-            )
-        ).first()
+        target = tx.one(_SEQ_DEPTH_BY_ID, {"sid": session_id, "eid": first_kept})
         if target is None:
             return None
-        found = conn.execute(
-            _ANCESTOR_SQL, {"sid": session_id, "start": parent_seq, "stop": target.depth, "target": target.seq}
-        ).scalar()
-        return int(target.depth) if found else None
+        found = tx.scalar(_ANCESTOR_RAW, {"sid": session_id, "start": parent_seq, "stop": target[1],
+                                          "target": target[0]})
+        return int(target[1]) if found else None
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
