@@ -59,7 +59,7 @@ class ModelChangeEntry(EntryBase):
 class CompactionEntry(EntryBase):
     type: Literal["compaction"] = "compaction"
     summary: str
-    first_kept_entry_id: str
+    first_kept_entry_id: str | None = None  # absent in v1 files whose index named no entry (pi keeps nothing)
     tokens_before: int | float
     details: Any = None
     from_hook: bool | None = None

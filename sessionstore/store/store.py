@@ -22,6 +22,7 @@ from sqlalchemy.exc import ProgrammingError as SAProgrammingError
 from sessionstore.errors import (
     EntryNotFoundError,
     InvalidInputError,
+    JsonlError,
     LeafConflictError,
     SessionExistsError,
     SessionNotFoundError,
@@ -281,12 +282,16 @@ class EntryStore:
                 (entry for _line, entry in reader.entries()),
                 leaf_id=leaf_hint,
                 replace=replace,
+                lenient_leaf=lenient,
                 progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
                 source_name=reader.name,
             )
         finally:
             reader.close()
-        return ImportResult(result.session_id, result.entries, tuple(reader.skipped), result.leaf_id)
+        skipped = list(reader.skipped)
+        if not isinstance(leaf_hint, _Unset) and result.leaf_id != leaf_hint:
+            skipped.append(SkippedLine(1, f"header leafId {leaf_hint!r} names no imported entry; the leaf is the last"))
+        return ImportResult(result.session_id, result.entries, tuple(skipped), result.leaf_id)
 
     def insert_session(
         self,
@@ -295,11 +300,13 @@ class EntryStore:
         *,
         leaf_id: str | _Unset | None = UNSET,
         replace: bool = False,
+        lenient_leaf: bool = False,
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
     ) -> ImportResult:
         """Create a session from a header and entries in append order (each parent before its
-        children), in one transaction. The leaf is ``leaf_id`` if given, else the last entry."""
+        children), in one transaction. The leaf is ``leaf_id`` if given, else the last entry (also when
+        ``leaf_id`` names no entry and ``lenient_leaf``)."""
         session_id = str(header["id"])
         index: dict[str, int] = {}
         parents: list[int | None] = []
@@ -343,9 +350,10 @@ class EntryStore:
                 progress()
             leaf = last_id
             if not isinstance(leaf_id, _Unset):
-                if leaf_id is not None and leaf_id not in index:
-                    raise InvalidInputError(f"{source_name}:1: header leafId {leaf_id!r} names no entry")
-                leaf = leaf_id
+                if leaf_id is None or leaf_id in index:
+                    leaf = leaf_id
+                elif not lenient_leaf:
+                    raise JsonlError(source_name, 1, f"header leafId {leaf_id!r} names no entry")
             conn.execute(
                 update(sessions)
                 .where(sessions.c.id == session_id)

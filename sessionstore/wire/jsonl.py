@@ -38,11 +38,13 @@ class SkippedLine:
         return {"line": self.line, "reason": self.reason}
 
 
-def format_validation_error(exc: ValidationError) -> str:
-    """One line out of a pydantic error: ``field.path: message``, first three problems."""
+def format_validation_error(exc: ValidationError, *, tagged: bool = False) -> str:
+    """One line out of a pydantic error: ``field.path: message``, first three problems.
+    ``tagged``: the value was a tagged union member, whose tag leads every location."""
     parts = []
     for err in exc.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("tagged-union", "function-")))
+        path = err["loc"][1:] if tagged and err["loc"] else err["loc"]
+        loc = ".".join(str(p) for p in path if not str(p).startswith(("tagged-union", "function-")))
         parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
     more = len(exc.errors()) - 3
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
@@ -160,8 +162,10 @@ class SessionFileReader:
                             reason += self._explain_missing_parent(line, raw)
                         raise self._error(line, reason) from None
                     self.skipped.append(SkippedLine(line, reason))
+                    self._upgrader.skipped()
                     continue
                 first_line[entry["id"]] = line
+                self._upgrader.accepted(entry["id"])
                 yield line, entry
         finally:
             self.close()
@@ -187,7 +191,7 @@ class SessionFileReader:
             entry_id = entry.get("id")
             if isinstance(entry_id, str):
                 skipped_ids[entry_id] = line
-            raise _LineError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+            raise _LineError(f"bad {kind!r} entry: {format_validation_error(exc, tagged=True)}") from None
         entry_id = entry["id"]
         parent = entry["parentId"]
         if entry_id in first_line:
@@ -237,7 +241,7 @@ class SessionFileReader:
 
 
 # Floats whose shortest form JavaScript writes differently: "5.0" (JS: 5) and exponents (JS uses fixed
-# notation for 1e-7 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). Strings are matched first so
+# notation for 1e-6 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). Strings are matched first so
 # that digits inside them are never touched.
 _MAYBE_JS_DIFF = re.compile(rb"\d\.0[,}\]]|\d[eE][+-]?\d")
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
@@ -250,7 +254,7 @@ def _js_number(match: re.Match[bytes]) -> bytes:
     value = Decimal(token.decode())
     if value == value.to_integral_value() and abs(value) < Decimal("1e21"):
         return str(int(value)).encode()
-    if Decimal("1e-7") <= abs(value) < Decimal("1e21"):
+    if Decimal("1e-6") <= abs(value) < Decimal("1e21"):
         return format(value.normalize(), "f").encode()
     mantissa, _, exponent = format(value.normalize(), "e").partition("e")
     exp = int(exponent)

@@ -24,6 +24,16 @@ class Upgrader:
     def __init__(self, version: int) -> None:
         self.version = version
         self._prev_id: str | None = None
+        self._last_kept: str | None = None
+
+    def accepted(self, entry_id: str) -> None:
+        """The entry just upgraded was kept: the next v1 entry chains to it."""
+        self._last_kept = entry_id
+
+    def skipped(self) -> None:
+        """The entry just upgraded was refused (lenient reading): chain the next v1 entry to the
+        last kept one instead, so one bad line does not cut the linear session in two."""
+        self._prev_id = self._last_kept
 
     def upgrade_header(self, header: dict[str, Any]) -> None:
         if self.version < 3:
@@ -36,11 +46,12 @@ class Upgrader:
             entry["id"] = entry_id
             entry["parentId"] = self._prev_id
             self._prev_id = entry_id
-            if entry.get("type") == "compaction" and "firstKeptEntryIndex" in entry:
-                target = entry["firstKeptEntryIndex"]
-                # pi: entries[index] must exist, not be the header, and already carry an id.
-                if isinstance(target, int) and not isinstance(target, bool) and 0 < target <= index:
-                    entry["firstKeptEntryId"] = v1_entry_id(target)
+            target = entry.get("firstKeptEntryIndex")
+            if entry.get("type") == "compaction" and isinstance(target, (int, float)) and not isinstance(target, bool):
+                # pi: entries[index] must exist, not be the header, and already carry an id; pi deletes
+                # the index only when it is a number.
+                if target == int(target) and 0 < target <= index:
+                    entry["firstKeptEntryId"] = v1_entry_id(int(target))
                 del entry["firstKeptEntryIndex"]
         if self.version < 3 and entry.get("type") == "message":
             message = entry.get("message")
