@@ -65,7 +65,8 @@ def upgrade() -> None:
             name="fk_entries_session_id_parent_id_entries",
         ),
     )
-    op.create_index("ix_entries_parent", "entries", ["session_id", "parent_seq"])
+    # Serves the parent foreign key (deleting a session checks every entry for children) and children().
+    op.create_index("ix_entries_parent", "entries", ["session_id", "parent_id"])
     op.create_index("ix_sessions_cwd", "sessions", ["cwd"])
 
     dialect = op.get_bind().dialect.name
@@ -80,6 +81,14 @@ def upgrade() -> None:
             BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY}: DELETE refused (use delete_session)'); END"""
         )
     elif dialect == "postgresql":
+        # lz4 compresses large payloads faster than pglz (about +50% on bulk loads); servers built
+        # without lz4 keep the default.
+        op.execute(
+            """DO $$ BEGIN
+                 ALTER TABLE entries ALTER COLUMN payload SET COMPRESSION lz4;
+               EXCEPTION WHEN feature_not_supported OR invalid_parameter_value THEN NULL;
+               END $$"""
+        )
         op.execute(
             f"""CREATE FUNCTION sessionstore_entries_append_only() RETURNS trigger AS $$
             BEGIN

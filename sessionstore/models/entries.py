@@ -14,7 +14,7 @@ from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
 
 from sessionstore.models.content import ImageContent, TextContent, WireModel
 
-ENTRY_TYPES = (
+ENTRY_TYPES = frozenset({
     "message",
     "thinking_level_change",
     "model_change",
@@ -24,7 +24,7 @@ ENTRY_TYPES = (
     "custom_message",
     "label",
     "session_info",
-)
+})
 
 
 class EntryBase(WireModel):
