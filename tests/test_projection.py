@@ -145,3 +145,27 @@ def test_provider_safe_leaves_trailing_calls_for_the_agent_to_run() -> None:
     projection = project(messages, ["u", "a"], provider_safe_repairs=True)
     assert len(projection.llm) == 2
     assert projection.diagnostics == []
+
+
+def test_a_registered_role_is_projected_by_its_own_function_and_not_reported(store: Any) -> None:
+    from sessionstore.models.content import WireModel
+    from sessionstore.models.messages import register_role, unregister_role
+
+    class Reminder(WireModel):
+        role: str = "reminder"
+        text: str
+        timestamp: int
+
+    register_role("reminder", Reminder, project=lambda m: [user(f"Reminder: {m['text']}", ts=m["timestamp"])])
+    try:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, {"role": "reminder", "text": "run the tests", "timestamp": 7})
+        with pytest.raises(Exception, match="text"):
+            store.append_message(sid, {"role": "reminder", "timestamp": 7})
+        context = store.context(sid)
+        assert context.llm == [user("Reminder: run the tests", ts=7)]
+        assert context.diagnostics == []
+    finally:
+        unregister_role("reminder")
+    assert [d.code for d in store.context(sid).diagnostics] == ["UNKNOWN_ROLE"]
+    assert store.context(sid).llm == []
