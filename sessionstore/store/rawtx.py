@@ -24,8 +24,8 @@ _NAMED = re.compile(r"(?<!:):([a-z_]+)")
 @lru_cache(maxsize=256)
 def _translate(sql: str, dialect: str) -> str:
     if dialect == "postgresql":
-        return _NAMED.sub(r"%(\1)s", sql)
-    return sql
+        return _NAMED.sub(r"%(\1)s", sql).replace("{payload_text}", "payload::text")
+    return sql.replace("{payload_text}", "payload")
 
 
 class RawTx:
@@ -43,6 +43,10 @@ class RawTx:
         row = self.cursor.fetchone()
         return tuple(row) if row is not None else None
 
+    def all(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        self.cursor.execute(_translate(sql, self.dialect), params or {})
+        return [tuple(row) for row in self.cursor.fetchall()]
+
     def scalar(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
@@ -59,8 +63,9 @@ def _driver_errors(dialect: str) -> tuple[type[BaseException], ...]:
 
 
 @contextmanager
-def raw_write(engine: Engine) -> Iterator[RawTx]:
-    """A write transaction on a pooled driver connection; committed on success, rolled back on error.
+def raw_write(engine: Engine, *, write: bool = True) -> Iterator[RawTx]:
+    """A transaction on a pooled driver connection; committed on success, rolled back on error.
+    ``write=False``: a read transaction (one consistent snapshot for its statements).
 
     Driver errors become :class:`StoreError` (the driver's error chained)."""
     dialect = engine.dialect.name
@@ -73,7 +78,7 @@ def raw_write(engine: Engine) -> Iterator[RawTx]:
         cursor = raw.cursor()
         try:
             if dialect == "sqlite":
-                cursor.execute("BEGIN IMMEDIATE")
+                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             yield RawTx(cursor, dialect)
             raw.commit()
         except BaseException:
@@ -82,6 +87,6 @@ def raw_write(engine: Engine) -> Iterator[RawTx]:
         finally:
             cursor.close()
     except errors as exc:
-        raise StoreError(f"database refused the write: {exc}") from exc
+        raise StoreError(f"database {'refused the write' if write else 'error'}: {exc}") from exc
     finally:
         raw.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Final, Self
 
 from pydantic import ValidationError
-from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import ProgrammingError as SAProgrammingError
 
@@ -31,10 +31,18 @@ from sessionstore.errors import (
 from sessionstore.models.entries import parse_entry
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
-from sessionstore.store.engine import WRITE, Durability, default_url, json_dumps, make_engine
+from sessionstore.store.engine import (
+    WRITE,
+    Durability,
+    decode_payloads,
+    default_url,
+    json_dumps,
+    json_loads,
+    make_engine,
+)
 from sessionstore.store.facts import NodeFacts, SessionStats, entry_row, facts_for
 from sessionstore.store.rawtx import RawTx, raw_write
-from sessionstore.store.schema import Payload, entries, sessions
+from sessionstore.store.schema import entries, sessions
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
     SessionFileReader,
@@ -63,8 +71,7 @@ _FACT_COLUMNS = (
     entries.c.thinking_seq,
 )
 
-_PATH_SQL = text(
-    """
+_PATH_RAW = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
         SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :leaf
         UNION ALL
@@ -72,12 +79,12 @@ _PATH_SQL = text(
         JOIN path p ON e.session_id = :sid AND e.seq = p.parent_seq
         WHERE p.depth > :stop
     )
-    SELECT e.seq, e.payload FROM path JOIN entries e ON e.session_id = :sid AND e.seq = path.seq
+    SELECT e.seq, e.{payload_text} FROM path JOIN entries e ON e.session_id = :sid AND e.seq = path.seq
     ORDER BY path.depth
-    """
-).columns(seq=entries.c.seq.type, payload=Payload)
-"""The root-to-leaf path (or its tail from depth ``:stop``), in one recursive query from the leaf."""
-
+"""
+"""The root-to-leaf path (or its tail from depth ``:stop``) in one recursive query from the leaf;
+payloads come back as JSON text and are decoded with orjson."""
+_PAYLOAD_BY_SEQ = "SELECT {payload_text} FROM entries WHERE session_id = :sid AND seq = :seq"
 _ANCESTOR_RAW = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
         SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :start
@@ -448,44 +455,36 @@ class EntryStore:
 
     def path(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> list[Json]:
         """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
-        with self._read() as conn:
-            row = self._session_row(conn, session_id)
-            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
+        with raw_write(self.engine, write=False) as tx:
+            head = self._head(tx, session_id)
+            leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             if leaf is None:
                 return []
-            seq = self._seq_of(conn, session_id, leaf)
-            return [p for _s, p in conn.execute(_PATH_SQL, {"sid": session_id, "leaf": seq, "stop": 0})]
+            facts = head.leaf_facts if leaf == head.leaf_id else self._raw_facts(tx, session_id, entry_id=leaf)
+            assert facts is not None
+            rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": 0})
+        return decode_payloads([text for _seq, text in rows])
 
     def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
-        with self._read() as conn:
-            row = self._session_row(conn, session_id)
-            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
+        with raw_write(self.engine, write=False) as tx:
+            head = self._head(tx, session_id)
+            leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             if leaf is None:
                 return ContextSlice(None, [], None, None)
-            seq = row.leaf_seq if leaf == row.leaf_id and row.leaf_seq is not None else self._seq_of(
-                conn, session_id, leaf
-            )
-            facts = self._facts(conn, session_id, seq)
-            path_rows = conn.execute(_PATH_SQL, {"sid": session_id, "leaf": seq, "stop": facts.ctx_depth}).all()
-            on_path = {s for s, _p in path_rows}
-            wanted = {s for s in (facts.thinking_seq, facts.model_seq) if s is not None and s not in on_path}
-            extra: dict[int, Json] = {}
-            if wanted:
-                extra = dict(
-                    conn.execute(
-                        select(entries.c.seq, entries.c.payload).where(
-                            entries.c.session_id == session_id, entries.c.seq.in_(wanted)
-                        )
-                    ).all()
-                )
-        return ContextSlice(
-            leaf,
-            [p for _s, p in path_rows],
-            extra.get(facts.thinking_seq) if facts.thinking_seq is not None else None,
-            extra.get(facts.model_seq) if facts.model_seq is not None else None,
-        )
+            facts = head.leaf_facts if leaf == head.leaf_id else self._raw_facts(tx, session_id, entry_id=leaf)
+            assert facts is not None
+            path_rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": facts.ctx_depth})
+            on_path = {seq for seq, _text in path_rows}
+            extra: dict[int, str] = {}
+            for seq in (facts.thinking_seq, facts.model_seq):
+                if seq is not None and seq not in on_path and seq not in extra:
+                    extra[seq] = tx.scalar(_PAYLOAD_BY_SEQ, {"sid": session_id, "seq": seq})
+        path = decode_payloads([text for _seq, text in path_rows])
+        thinking = json_loads(extra[facts.thinking_seq]) if facts.thinking_seq in extra else None
+        model = json_loads(extra[facts.model_seq]) if facts.model_seq in extra else None
+        return ContextSlice(leaf, path, thinking, model)
 
     def tree(self, session_id: str) -> list[TreeNode]:
         """The whole tree: roots in append order, children in append order, labels resolved, and the
