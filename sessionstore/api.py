@@ -121,10 +121,20 @@ class SessionStore(EntryStore):
 
     # -- appends -------------------------------------------------------------------------------
     def append_message(
-        self, session_id: str, message: WireModel | Mapping[str, Any], *, expected_leaf: Leaf = UNSET
+        self,
+        session_id: str,
+        message: WireModel | Mapping[str, Any],
+        *,
+        expected_leaf: Leaf = UNSET,
+        entry_id: str | None = None,
     ) -> str:
+        """Append a message (a model, or wire data checked against its role's shape); ``entry_id``
+        defaults to 8 new hex characters, as pi generates them."""
         return self.append_entry(
-            session_id, {"type": "message", "message": message_to_wire(message)}, expected_leaf=expected_leaf
+            session_id,
+            {"type": "message", "message": message_to_wire(message)},
+            expected_leaf=expected_leaf,
+            entry_id=entry_id,
         )
 
     def append_model_change(
