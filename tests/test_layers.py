@@ -1,0 +1,55 @@
+"""Data flows one way: each layer imports only the layers below it (STYLE.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.paths import ROOT
+
+PACKAGE = ROOT / "sessionstore"
+#: layer -> the sessionstore layers it may import (besides itself)
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "models": {"errors"},
+    "validate": set(),
+    "provider": set(),
+    "wire": {"errors", "models"},
+    "store": {"errors", "models", "wire", "_migrations"},
+    "context": {"errors", "models", "validate"},
+    "api": {"errors", "models", "wire", "validate", "store", "context"},
+    "recording": {"errors", "models", "api", "provider", "store"},
+    "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
+    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo"},
+    "__init__": {"api", "models", "validate", "errors"},
+}
+
+
+def layer_of(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0].removesuffix(".py")
+
+
+def imported_layers(path: Path) -> set[str]:
+    layers = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "sessionstore" and len(parts) > 1:
+                layers.add(parts[1])
+    return layers
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_import_only_lower_layers(path: Path) -> None:
+    layer = layer_of(path)
+    assert layer in ALLOWED, f"{layer} has no place in the layering"
+    illegal = imported_layers(path) - ALLOWED[layer] - {layer}
+    assert not illegal, f"{path.relative_to(PACKAGE)} imports {sorted(illegal)}"
