@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,3 +128,67 @@ class SessionStats:
             "first_message": self.first_message,
             "modified_ms": self.modified_ms,
         }
+
+
+class TreeIndex:
+    """The ancestry facts of a session being bulk-inserted, kept compact (a few machine words per
+    entry) so that importing a very large file does not hold its entries in memory."""
+
+    NONE = -1
+
+    def __init__(self) -> None:
+        self.seq_of: dict[str, int] = {}
+        self._parent = array("q")
+        self._depth = array("q")
+        self._ctx_depth = array("q")
+        self._compaction = array("q")
+        self._model = array("q")
+        self._thinking = array("q")
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.seq_of
+
+    def facts(self, seq: int) -> NodeFacts:
+        def opt(value: int) -> int | None:
+            return None if value == self.NONE else value
+
+        return NodeFacts(
+            seq,
+            self._depth[seq],
+            self._ctx_depth[seq],
+            opt(self._compaction[seq]),
+            opt(self._model[seq]),
+            opt(self._thinking[seq]),
+        )
+
+    def kept_depth(self, first_kept: Any, parent_seq: int | None) -> int | None:
+        """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
+        target = self.seq_of.get(first_kept) if isinstance(first_kept, str) else None
+        if target is None or parent_seq is None:
+            return None
+        depth = self._depth[target]
+        node = parent_seq
+        while node != self.NONE and self._depth[node] > depth:
+            node = self._parent[node]
+        return depth if node == target else None
+
+    def add(self, entry: dict[str, Any]) -> tuple[NodeFacts, int | None]:
+        """Index ``entry`` (its parent already indexed); returns its facts and its parent's seq."""
+        parent_id = entry["parentId"]
+        parent_seq = None if parent_id is None else self.seq_of[parent_id]
+        parent = None if parent_seq is None else self.facts(parent_seq)
+        seq = len(self._parent)
+        kept = self.kept_depth(entry.get("firstKeptEntryId"), parent_seq) if entry["type"] == "compaction" else None
+        facts = facts_for(entry, seq, parent, kept)
+        self.seq_of[entry["id"]] = seq
+        none = self.NONE
+        self._parent.append(none if parent_seq is None else parent_seq)
+        self._depth.append(facts.depth)
+        self._ctx_depth.append(facts.ctx_depth)
+        self._compaction.append(none if facts.compaction_seq is None else facts.compaction_seq)
+        self._model.append(none if facts.model_seq is None else facts.model_seq)
+        self._thinking.append(none if facts.thinking_seq is None else facts.thinking_seq)
+        return facts, parent_seq

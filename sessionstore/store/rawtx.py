@@ -38,6 +38,9 @@ class RawTx:
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> None:
         self.cursor.execute(_translate(sql, self.dialect), params or {})
 
+    def executemany(self, sql: str, rows: list[dict[str, Any]]) -> None:
+        self.cursor.executemany(_translate(sql, self.dialect), rows)
+
     def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         self.cursor.execute(_translate(sql, self.dialect), params or {})
         row = self.cursor.fetchone()

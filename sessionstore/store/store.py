@@ -8,14 +8,14 @@ No method updates or deletes an entry; the database refuses it too (``delete_ses
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final, Self
 
 from pydantic import ValidationError
-from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import ProgrammingError as SAProgrammingError
 
@@ -40,7 +40,7 @@ from sessionstore.store.engine import (
     json_loads,
     make_engine,
 )
-from sessionstore.store.facts import NodeFacts, SessionStats, entry_row, facts_for
+from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, entry_row, facts_for
 from sessionstore.store.rawtx import RawTx, raw_write
 from sessionstore.store.schema import entries, sessions
 from sessionstore.wire.jsonl import (
@@ -315,17 +315,16 @@ class EntryStore:
         children), in one transaction. The leaf is ``leaf_id`` if given, else the last entry (also when
         ``leaf_id`` names no entry and ``lenient_leaf``)."""
         session_id = str(header["id"])
-        index: dict[str, int] = {}
-        parents: list[int | None] = []
-        facts_by_seq: list[NodeFacts] = []
+        index = TreeIndex()
         stats = SessionStats()
         last_id: str | None = None
-        with self._write() as conn:
-            if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first() is not None:
+        insert_sql = self._insert_sql
+        with raw_write(self.engine) as tx:
+            if tx.one("SELECT 1 FROM sessions WHERE id = :sid", {"sid": session_id}) is not None:
                 if not replace:
                     raise SessionExistsError(session_id)
-                self._delete(conn, session_id)
-            conn.execute(insert(sessions).values(**_session_values(header), **stats.columns()))
+                self._raw_delete(tx, session_id)
+            tx.execute(self._insert_session_sql, {**_session_values(header), "header": json_dumps(header)})
             batch: list[Json] = []
             for entry in new_entries:
                 parent_id = entry["parentId"]
@@ -333,26 +332,19 @@ class EntryStore:
                     raise InvalidInputError(
                         f"{source_name}: entry {entry['id']!r}: duplicate id or parent {parent_id!r} not before it"
                     )
-                parent_seq = None if parent_id is None else index[parent_id]
-                parent = None if parent_seq is None else facts_by_seq[parent_seq]
-                seq = len(parents)
-                kept_depth = None
-                if entry["type"] == "compaction":
-                    kept_depth = _kept_depth_in_memory(entry, parent_seq, index, parents, facts_by_seq)
-                facts = facts_for(entry, seq, parent, kept_depth)
-                index[entry["id"]] = seq
-                parents.append(parent_seq)
-                facts_by_seq.append(facts)
+                facts, parent_seq = index.add(entry)
                 stats.add(entry)
                 last_id = entry["id"]
-                batch.append(entry_row(session_id, entry, facts, parent_seq))
+                row = entry_row(session_id, entry, facts, parent_seq)
+                row["payload"] = json_dumps(entry)
+                batch.append(row)
                 if len(batch) >= INSERT_BATCH:
-                    conn.execute(insert(entries), batch)
+                    tx.executemany(insert_sql, batch)
                     batch.clear()
                     if progress is not None:
                         progress()
             if batch:
-                conn.execute(insert(entries), batch)
+                tx.executemany(insert_sql, batch)
             if progress is not None:
                 progress()
             leaf = last_id
@@ -361,12 +353,12 @@ class EntryStore:
                     leaf = leaf_id
                 elif not lenient_leaf:
                     raise JsonlError(source_name, 1, f"header leafId {leaf_id!r} names no entry")
-            conn.execute(
-                update(sessions)
-                .where(sessions.c.id == session_id)
-                .values(leaf_id=leaf, leaf_seq=None if leaf is None else index[leaf], **stats.columns())
+            tx.execute(
+                _UPDATE_HEAD,
+                {"sid": session_id, "leaf_id": leaf, "leaf_seq": None if leaf is None else index.seq_of[leaf],
+                 **stats.columns()},
             )
-        return ImportResult(session_id, len(parents), (), leaf)
+        return ImportResult(session_id, len(index), (), leaf)
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
         """Write the session as a v3 file, entries in append order; returns the entries written.
@@ -558,15 +550,9 @@ class EntryStore:
 
     def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries in one transaction."""
-        with self._write() as conn:
-            self._session_row(conn, session_id, lock=True)
-            self._delete(conn, session_id)
-
-    def _delete(self, conn: Connection, session_id: str) -> None:
-        # The append-only trigger lets entries go only while their session is marked as deleting.
-        conn.execute(update(sessions).where(sessions.c.id == session_id).values(deleting=True))
-        conn.execute(delete(entries).where(entries.c.session_id == session_id))
-        conn.execute(delete(sessions).where(sessions.c.id == session_id))
+        with raw_write(self.engine) as tx:
+            self._head(tx, session_id)
+            self._raw_delete(tx, session_id)
 
     def append_entry(
         self,
@@ -629,6 +615,21 @@ class EntryStore:
         return json_dumps(entry)
 
     @property
+    def _insert_session_sql(self) -> str:
+        header = "CAST(:header AS jsonb)" if self.dialect == "postgresql" else ":header"
+        return (
+            "INSERT INTO sessions (id, version, cwd, created, parent_session, header, leaf_id, leaf_seq, entry_count,"
+            " message_count, name, first_message, modified_ms, deleting) VALUES (:id, :version, :cwd, :created,"
+            f" :parent_session, {header}, NULL, NULL, 0, 0, NULL, NULL, NULL, FALSE)"
+        )
+
+    def _raw_delete(self, tx: RawTx, session_id: str) -> None:
+        # The append-only trigger lets entries go only while their session is marked as deleting.
+        tx.execute("UPDATE sessions SET deleting = TRUE WHERE id = :sid", {"sid": session_id})
+        tx.execute("DELETE FROM entries WHERE session_id = :sid", {"sid": session_id})
+        tx.execute("DELETE FROM sessions WHERE id = :sid", {"sid": session_id})
+
+    @property
     def _insert_sql(self) -> str:
         payload = "CAST(:payload AS jsonb)" if self.dialect == "postgresql" else ":payload"
         return (
@@ -689,24 +690,6 @@ class EntryStore:
                 conn.execute(select(func.count()).select_from(entries).where(entries.c.session_id == session_id))
                 .scalar_one()
             )
-
-
-def _kept_depth_in_memory(
-    entry: Json,
-    parent_seq: int | None,
-    index: dict[str, int],
-    parents: Sequence[int | None],
-    facts: Sequence[NodeFacts],
-) -> int | None:
-    first_kept = entry.get("firstKeptEntryId")
-    target = index.get(first_kept) if isinstance(first_kept, str) else None
-    if target is None or parent_seq is None:
-        return None
-    depth = facts[target].depth
-    node: int | None = parent_seq
-    while node is not None and facts[node].depth > depth:
-        node = parents[node]
-    return depth if node == target else None
 
 
 def _session_values(header: Json) -> Json:
