@@ -340,6 +340,10 @@ class EntryStore:
                 batch.append(row)
                 if len(batch) >= INSERT_BATCH:
                     tx.executemany(insert_sql, batch)
+                    if self.dialect == "postgresql" and len(index) == INSERT_BATCH:
+                        # Without statistics PostgreSQL checks each parent key by scanning the
+                        # session's rows, which makes a large import quadratic.
+                        tx.execute("ANALYZE entries")
                     batch.clear()
                     if progress is not None:
                         progress()
@@ -448,7 +452,7 @@ class EntryStore:
     def path(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> list[Json]:
         """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
         with raw_write(self.engine, write=False) as tx:
-            head = self._head(tx, session_id)
+            head = self._head(tx, session_id, lock=False)
             leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             if leaf is None:
                 return []
@@ -461,7 +465,7 @@ class EntryStore:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
         with raw_write(self.engine, write=False) as tx:
-            head = self._head(tx, session_id)
+            head = self._head(tx, session_id, lock=False)
             leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             if leaf is None:
                 return ContextSlice(None, [], None, None)
@@ -551,7 +555,7 @@ class EntryStore:
     def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries in one transaction."""
         with raw_write(self.engine) as tx:
-            self._head(tx, session_id)
+            self._head(tx, session_id, lock=True)
             self._raw_delete(tx, session_id)
 
     def append_entry(
@@ -578,7 +582,7 @@ class EntryStore:
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
         with raw_write(self.engine) as tx:
-            head = self._head(tx, session_id)
+            head = self._head(tx, session_id, lock=True)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
             parent_facts = head.leaf_facts
@@ -639,10 +643,13 @@ class EntryStore:
             " :model_seq, :thinking_seq)"
         )
 
-    def _head(self, tx: RawTx, session_id: str) -> SessionHead:
-        """The session row (locked on PostgreSQL) with the facts of its leaf entry."""
-        lock = " FOR UPDATE OF s" if self.dialect == "postgresql" else ""
-        row = tx.one(_HEAD + lock, {"sid": session_id})
+    def _head(self, tx: RawTx, session_id: str, *, lock: bool) -> SessionHead:
+        """The session row with the facts of its leaf entry; ``lock``: for a write (SQLite's
+        ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL locks the session row first, then
+        reads, so that a writer that waited sees the leaf the previous writer left)."""
+        if lock and self.dialect == "postgresql":
+            tx.one("SELECT 1 FROM sessions WHERE id = :sid FOR UPDATE", {"sid": session_id})
+        row = tx.one(_HEAD, {"sid": session_id})
         if row is None or row[7]:
             raise SessionNotFoundError(session_id)
         leaf_id, leaf_seq, count, messages, name, first, modified = row[:7]
