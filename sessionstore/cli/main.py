@@ -7,6 +7,7 @@ one line on stderr and exits with status 2 (``validate`` exits 1 when it finds e
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,6 +43,10 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except BrokenPipeError:
+            # The reader went away (`sessionstore context X | head`): stop quietly, as `cat` does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except SessionStoreError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         except OSError as exc:
