@@ -66,7 +66,9 @@ def upgrade() -> None:
         ),
     )
     # Serves the parent foreign key (deleting a session checks every entry for children) and children().
-    op.create_index("ix_entries_parent", "entries", ["session_id", "parent_id"])
+    # parent_id leads so that lookups by (session_id, entry_id) cannot pick this index by mistake
+    # (PostgreSQL without statistics did, and scanned the whole session for every append).
+    op.create_index("ix_entries_parent", "entries", ["parent_id", "session_id"])
     op.create_index("ix_sessions_cwd", "sessions", ["cwd"])
 
     dialect = op.get_bind().dialect.name

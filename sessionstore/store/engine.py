@@ -80,7 +80,7 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
-        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_pre_ping=True)
+        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
     database = parsed.database

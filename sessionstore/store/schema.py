@@ -86,5 +86,5 @@ entries = Table(
     UniqueConstraint("session_id", "entry_id"),
     ForeignKeyConstraint(["session_id"], ["sessions.id"]),
     ForeignKeyConstraint(["session_id", "parent_id"], ["entries.session_id", "entries.entry_id"]),
-    Index("ix_entries_parent", "session_id", "parent_id"),
+    Index("ix_entries_parent", "parent_id", "session_id"),
 )

@@ -84,6 +84,8 @@ _PATH_RAW = """
 """
 """The root-to-leaf path (or its tail from depth ``:stop``) in one recursive query from the leaf;
 payloads come back as JSON text and are decoded with orjson."""
+_EXPORT = "SELECT {payload_text} FROM entries WHERE session_id = :sid ORDER BY seq"
+_LAST_ENTRY_ID = "SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY seq DESC LIMIT 1"
 _PAYLOAD_BY_SEQ = "SELECT {payload_text} FROM entries WHERE session_id = :sid AND seq = :seq"
 _ANCESTOR_RAW = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
@@ -286,7 +288,7 @@ class EntryStore:
             leaf_hint = header.pop("leafId", UNSET)
             result = self.insert_session(
                 header,
-                (entry for _line, entry in reader.entries()),
+                ((entry, text) for _line, entry, text in reader.entries_with_text()),
                 leaf_id=leaf_hint,
                 replace=replace,
                 lenient_leaf=lenient,
@@ -303,7 +305,7 @@ class EntryStore:
     def insert_session(
         self,
         header: Json,
-        new_entries: Iterable[Json],
+        new_entries: Iterable[Json | tuple[Json, str]],
         *,
         leaf_id: str | _Unset | None = UNSET,
         replace: bool = False,
@@ -312,8 +314,10 @@ class EntryStore:
         source_name: str = "<entries>",
     ) -> ImportResult:
         """Create a session from a header and entries in append order (each parent before its
-        children), in one transaction. The leaf is ``leaf_id`` if given, else the last entry (also when
-        ``leaf_id`` names no entry and ``lenient_leaf``)."""
+        children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
+        pi writes it (kept verbatim, so that export gives it back byte for byte). The leaf is
+        ``leaf_id`` if given, else the last entry (also when ``leaf_id`` names no entry and
+        ``lenient_leaf``)."""
         session_id = str(header["id"])
         index = TreeIndex()
         stats = SessionStats()
@@ -326,7 +330,8 @@ class EntryStore:
                 self._raw_delete(tx, session_id)
             tx.execute(self._insert_session_sql, {**_session_values(header), "header": json_dumps(header)})
             batch: list[Json] = []
-            for entry in new_entries:
+            for item in new_entries:
+                entry, text = item if isinstance(item, tuple) else (item, None)
                 parent_id = entry["parentId"]
                 if entry["id"] in index or (parent_id is not None and parent_id not in index):
                     raise InvalidInputError(
@@ -336,7 +341,7 @@ class EntryStore:
                 stats.add(entry)
                 last_id = entry["id"]
                 row = entry_row(session_id, entry, facts, parent_seq)
-                row["payload"] = json_dumps(entry)
+                row["payload"] = text if text is not None else self._payload(entry)
                 batch.append(row)
                 if len(batch) >= INSERT_BATCH:
                     tx.executemany(insert_sql, batch)
@@ -368,23 +373,25 @@ class EntryStore:
         """Write the session as a v3 file, entries in append order; returns the entries written.
 
         When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
-        ``import_jsonl`` restores the leaf from it)."""
-        with self._read() as conn:
-            row = self._session_row(conn, session_id)
-            header = dict(row.header)
-            last = conn.execute(
-                select(entries.c.entry_id).where(entries.c.session_id == session_id).order_by(entries.c.seq.desc())
-            ).scalar()
-            if row.leaf_id != last:
-                header["leafId"] = row.leaf_id
+        ``import_jsonl`` restores the leaf from it). On SQLite the stored text of each entry is written
+        as it is (pi's own line for imported entries); PostgreSQL's JSONB is re-encoded."""
+        with raw_write(self.engine, write=False) as tx:
+            head = self._head(tx, session_id, lock=False)
+            header_column = "header::text" if self.dialect == "postgresql" else "header"
+            header = json_loads(tx.scalar(f"SELECT {header_column} FROM sessions WHERE id = :sid", {"sid": session_id}))
+            last = tx.scalar(_LAST_ENTRY_ID, {"sid": session_id})
+            if head.leaf_id != last:
+                header["leafId"] = head.leaf_id
             fp.write(dump_line(header))
+            tx.execute(_EXPORT, {"sid": session_id})
             count = 0
-            result = conn.execution_options(stream_results=True, yield_per=1000).execute(
-                select(entries.c.payload).where(entries.c.session_id == session_id).order_by(entries.c.seq)
-            )
-            for (payload,) in result:
-                fp.write(dump_line(payload))
-                count += 1
+            verbatim = self.dialect == "sqlite"
+            while rows := tx.cursor.fetchmany(2000):
+                if verbatim:
+                    fp.write("".join(f"{text}\n" for (text,) in rows).encode("utf-8", "surrogatepass"))
+                else:
+                    fp.write(b"".join(dump_line(json_loads(text)) for (text,) in rows))
+                count += len(rows)
             return count
 
     # -- reading -------------------------------------------------------------------------------
@@ -616,7 +623,8 @@ class EntryStore:
         return str(entry["id"])
 
     def _payload(self, entry: Json) -> str:
-        return json_dumps(entry)
+        """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
+        return dump_line(entry)[:-1].decode("utf-8", "surrogatepass")
 
     @property
     def _insert_session_sql(self) -> str:

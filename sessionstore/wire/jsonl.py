@@ -83,10 +83,12 @@ class SessionFileReader:
             except OSError as exc:
                 raise JsonlError(self.name, None, exc.strerror or str(exc)) from exc
             self._owns = True
+            self._path: str | None = str(source)
         else:
             self.name = name or str(getattr(source, "name", "<stream>"))
             self._fp = source
             self._owns = False
+            self._path = None
         self.lenient = lenient
         self.skipped: list[SkippedLine] = []
         self.bytes_read = 0
@@ -149,12 +151,18 @@ class SessionFileReader:
     # -- entries -----------------------------------------------------------------------------
     def entries(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield ``(line, entry)`` for every good entry line; raise or record the bad ones."""
-        first_line: dict[str, int] = {}
+        for line, entry, _text in self.entries_with_text():
+            yield line, entry
+
+    def entries_with_text(self) -> Iterator[tuple[int, dict[str, Any], str]]:
+        """Yield ``(line, entry, text)``: ``text`` is the entry's JSON as pi writes it, the line itself
+        when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
+        seen: set[str] = set()
         skipped_ids: dict[str, int] = {}
         try:
             for line, raw in self._lines:
                 try:
-                    entry = self._entry(line, raw, first_line, skipped_ids)
+                    entry, changed = self._entry(line, raw, seen, skipped_ids)
                 except _LineError as exc:
                     reason = str(exc)
                     if not self.lenient:
@@ -164,15 +172,16 @@ class SessionFileReader:
                     self.skipped.append(SkippedLine(line, reason))
                     self._upgrader.skipped()
                     continue
-                first_line[entry["id"]] = line
+                seen.add(entry["id"])
                 self._upgrader.accepted(entry["id"])
-                yield line, entry
+                text = dump_line(entry)[:-1] if changed else raw.strip()
+                yield line, entry, text.decode("utf-8", "surrogatepass")
         finally:
             self.close()
 
     def _entry(
-        self, line: int, raw: bytes, first_line: dict[str, int], skipped_ids: dict[str, int]
-    ) -> dict[str, Any]:
+        self, line: int, raw: bytes, seen: set[str], skipped_ids: dict[str, int]
+    ) -> tuple[dict[str, Any], bool]:
         try:
             entry = _loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -184,7 +193,7 @@ class SessionFileReader:
         kind = entry.get("type")
         if kind == "session":
             raise _LineError("a second session header")
-        self._upgrader.upgrade(entry, index)
+        changed = self._upgrader.upgrade(entry, index)
         try:
             parse_entry(entry)
         except ValidationError as exc:
@@ -194,13 +203,15 @@ class SessionFileReader:
             raise _LineError(f"bad {kind!r} entry: {format_validation_error(exc, tagged=True)}") from None
         entry_id = entry["id"]
         parent = entry["parentId"]
-        if entry_id in first_line:
-            raise _LineError(f"duplicate entry id {entry_id!r} (first on line {first_line[entry_id]})")
+        if entry_id in seen:
+            first = self._first_line_of(entry_id)
+            where = f" (first on line {first})" if first is not None else ""
+            raise _LineError(f"duplicate entry id {entry_id!r}{where}")
         if parent is not None:
             if parent == entry_id:
                 skipped_ids[entry_id] = line
                 raise _LineError(f"entry {entry_id!r} is its own parent")
-            if parent not in first_line:
+            if parent not in seen:
                 skipped_ids[entry_id] = line
                 if parent in skipped_ids:
                     raise _LineError(
@@ -208,7 +219,32 @@ class SessionFileReader:
                         " was refused)"
                     )
                 raise _LineError(f"parentId {parent!r} names no earlier entry")
-        return entry
+        return entry, changed
+
+    def _first_line_of(self, entry_id: str) -> int | None:
+        """Error path only: the line where ``entry_id`` first appears (ids are not kept per line, to
+        keep memory small on very large files). ``None`` when the source cannot be read again."""
+        if not self._path:
+            return None
+        try:
+            with open(self._path, "rb") as fp:
+                upgrader = Upgrader(self.source_version)
+                index = 0
+                for number, raw in enumerate(fp, 1):
+                    if not raw.strip() or number == 1:
+                        continue
+                    try:
+                        entry = _loads(raw)
+                    except ValueError:
+                        continue
+                    index += 1
+                    if isinstance(entry, dict):
+                        upgrader.upgrade(entry, index)
+                        if entry.get("id") == entry_id:
+                            return number
+        except OSError:
+            return None
+        return None
 
     def _explain_missing_parent(self, line: int, raw: bytes) -> str:
         """Error path only: read on to say whether the parent comes later (forward reference or cycle)."""
@@ -241,16 +277,14 @@ class SessionFileReader:
 
 
 # Floats whose shortest form JavaScript writes differently: "5.0" (JS: 5) and exponents (JS uses fixed
-# notation for 1e-6 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). Strings are matched first so
-# that digits inside them are never touched.
+# notation for 1e-6 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). A cheap search finds lines
+# that may hold one; only then are the candidate tokens looked at, skipping those inside strings.
 _MAYBE_JS_DIFF = re.compile(rb"\d\.0[,}\]]|\d[eE][+-]?\d")
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
+_CANDIDATE = re.compile(rb"(?<=[:,\[])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+|(?<=\.0)(?=[,}\]]))")
 
 
-def _js_number(match: re.Match[bytes]) -> bytes:
-    token = match.group(1)
-    if token is None or (b"." not in token and b"e" not in token and b"E" not in token):
-        return match.group(0)
+def js_number(token: bytes) -> bytes:
+    """How JavaScript's ``JSON.stringify`` writes the number that ``token`` spells."""
     value = Decimal(token.decode())
     if value == value.to_integral_value() and abs(value) < Decimal("1e21"):
         return str(int(value)).encode()
@@ -261,6 +295,25 @@ def _js_number(match: re.Match[bytes]) -> bytes:
     return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}".encode()
 
 
+def _to_js_numbers(out: bytes) -> bytes:
+    # Same-length copy without escaped quotes: a position is inside a string when an odd number
+    # of quotes precede it.
+    plain = out.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    parts: list[bytes] = []
+    last = 0
+    for match in _CANDIDATE.finditer(out):
+        start = match.start()
+        if plain.count(b'"', 0, start) % 2:
+            continue
+        parts.append(out[last:start])
+        parts.append(js_number(match.group()))
+        last = match.end()
+    if not parts:
+        return out
+    parts.append(out[last:])
+    return b"".join(parts)
+
+
 def dump_line(obj: Any) -> bytes:
     """One JSONL line as pi writes it (``JSON.stringify``: compact, UTF-8, no ASCII escaping, JS numbers)."""
     try:
@@ -268,7 +321,7 @@ def dump_line(obj: Any) -> bytes:
     except TypeError:
         out = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     if _MAYBE_JS_DIFF.search(out):
-        out = _TOKENS.sub(_js_number, out)
+        out = _to_js_numbers(out)
     return out + b"\n"
 
 

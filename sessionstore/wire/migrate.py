@@ -39,9 +39,12 @@ class Upgrader:
         if self.version < 3:
             header["version"] = 3
 
-    def upgrade(self, entry: dict[str, Any], index: int) -> None:
-        """Upgrade ``entry`` in place; ``index`` is its position among the file's parsed objects."""
+    def upgrade(self, entry: dict[str, Any], index: int) -> bool:
+        """Upgrade ``entry`` in place; ``index`` is its position among the file's parsed objects.
+        Returns whether anything changed."""
+        changed = False
         if self.version < 2:
+            changed = True
             entry_id = v1_entry_id(index)
             entry["id"] = entry_id
             entry["parentId"] = self._prev_id
@@ -57,3 +60,5 @@ class Upgrader:
             message = entry.get("message")
             if isinstance(message, dict) and message.get("role") == "hookMessage":
                 message["role"] = "custom"
+                changed = True
+        return changed
