@@ -383,14 +383,21 @@ class EntryStore:
             if head.leaf_id != last:
                 header["leafId"] = head.leaf_id
             fp.write(dump_line(header))
-            tx.execute(_EXPORT, {"sid": session_id})
             count = 0
-            verbatim = self.dialect == "sqlite"
+            if self.dialect == "sqlite":
+                connection = tx.cursor.connection
+                connection.text_factory = bytes  # the stored UTF-8 text, written without decoding
+                try:
+                    tx.execute(_EXPORT, {"sid": session_id})
+                    while rows := tx.cursor.fetchmany(4096):
+                        fp.write(b"\n".join(text for (text,) in rows) + b"\n")
+                        count += len(rows)
+                finally:
+                    connection.text_factory = str
+                return count
+            tx.execute(_EXPORT, {"sid": session_id})
             while rows := tx.cursor.fetchmany(2000):
-                if verbatim:
-                    fp.write("".join(f"{text}\n" for (text,) in rows).encode("utf-8", "surrogatepass"))
-                else:
-                    fp.write(b"".join(dump_line(json_loads(text)) for (text,) in rows))
+                fp.write(b"".join(dump_line(json_loads(text)) for (text,) in rows))
                 count += len(rows)
             return count
 
