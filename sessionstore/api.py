@@ -25,6 +25,7 @@ from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import now_iso
+from sessionstore.store.engine import json_dumps, json_loads
 from sessionstore.store.rawtx import RawTx
 from sessionstore.store.store import UNSET, EntryStore, ImportResult, SessionHead, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic, validate_transcript
@@ -66,7 +67,10 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
         return message.to_wire()
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
-    data = copy.deepcopy(dict(message))
+    try:  # a deep copy that also proves the message is plain JSON data
+        data: Json = json_loads(json_dumps(dict(message)))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     if not isinstance(data.get("role"), str):
         raise InvalidInputError("a message needs a string 'role'")
     try:

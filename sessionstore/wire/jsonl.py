@@ -68,6 +68,19 @@ class _LineError(Exception):
     pass
 
 
+def _entry_text(entry: dict[str, Any], line: bytes, change: str) -> bytes:
+    """The entry's JSON as pi writes it after the upgrade: the line itself when unchanged; the line
+    with ``id`` and ``parentId`` appended when the v1 upgrade added only those (as pi's in-place
+    mutation does); else a fresh encoding."""
+    if change == "none":
+        return line
+    if change == "ids" and line.endswith(b"}"):
+        ids = b'"id":' + orjson.dumps(entry["id"]) + b',"parentId":' + orjson.dumps(entry["parentId"]) + b"}"
+        body = line[:-1].rstrip()
+        return body + (ids if body.endswith(b"{") else b"," + ids)
+    return dump_line(entry)[:-1]
+
+
 class SessionFileReader:
     """Streams the header and v3 entries of one pi session file.
 
@@ -174,14 +187,13 @@ class SessionFileReader:
                     continue
                 seen.add(entry["id"])
                 self._upgrader.accepted(entry["id"])
-                text = dump_line(entry)[:-1] if changed else raw.strip()
-                yield line, entry, text.decode("utf-8", "surrogatepass")
+                yield line, entry, _entry_text(entry, raw.strip(), changed).decode("utf-8", "surrogatepass")
         finally:
             self.close()
 
     def _entry(
         self, line: int, raw: bytes, seen: set[str], skipped_ids: dict[str, int]
-    ) -> tuple[dict[str, Any], bool]:
+    ) -> tuple[dict[str, Any], str]:
         try:
             entry = _loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -39,12 +39,14 @@ class Upgrader:
         if self.version < 3:
             header["version"] = 3
 
-    def upgrade(self, entry: dict[str, Any], index: int) -> bool:
+    def upgrade(self, entry: dict[str, Any], index: int) -> str:
         """Upgrade ``entry`` in place; ``index`` is its position among the file's parsed objects.
-        Returns whether anything changed."""
-        changed = False
+
+        Returns what changed: ``"none"``; ``"ids"`` when only ``id`` and ``parentId`` were added at
+        the end (the line's text plus those two keys is what pi writes); ``"other"``."""
+        change = "none"
         if self.version < 2:
-            changed = True
+            change = "ids" if "id" not in entry and "parentId" not in entry else "other"
             entry_id = v1_entry_id(index)
             entry["id"] = entry_id
             entry["parentId"] = self._prev_id
@@ -56,9 +58,10 @@ class Upgrader:
                 if target == int(target) and 0 < target <= index:
                     entry["firstKeptEntryId"] = v1_entry_id(int(target))
                 del entry["firstKeptEntryIndex"]
+                change = "other"
         if self.version < 3 and entry.get("type") == "message":
             message = entry.get("message")
             if isinstance(message, dict) and message.get("role") == "hookMessage":
                 message["role"] = "custom"
-                changed = True
-        return changed
+                change = "other"
+        return change
