@@ -136,8 +136,9 @@ class TreeIndex:
 
     NONE = -1
 
-    def __init__(self) -> None:
-        self.seq_of: dict[str, int] = {}
+    def __init__(self, seq_of: dict[str, int] | None = None) -> None:
+        # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it.
+        self.seq_of: dict[str, int] = {} if seq_of is None else seq_of
         self._parent = array("q")
         self._depth = array("q")
         self._ctx_depth = array("q")
@@ -149,7 +150,9 @@ class TreeIndex:
         return len(self._parent)
 
     def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self.seq_of
+        """Whether ``entry_id`` is already indexed (not merely announced by a sharing reader)."""
+        seq = self.seq_of.get(entry_id) if isinstance(entry_id, str) else None
+        return seq is not None and seq < len(self._parent)
 
     def facts(self, seq: int) -> NodeFacts:
         def opt(value: int) -> int | None:

@@ -289,6 +289,7 @@ class EntryStore:
             result = self.insert_session(
                 header,
                 ((entry, text) for _line, entry, text in reader.entries_with_text()),
+                shared_ids=reader.ids,
                 leaf_id=leaf_hint,
                 replace=replace,
                 lenient_leaf=lenient,
@@ -312,6 +313,7 @@ class EntryStore:
         lenient_leaf: bool = False,
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
+        shared_ids: dict[str, int] | None = None,
     ) -> ImportResult:
         """Create a session from a header and entries in append order (each parent before its
         children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
@@ -319,7 +321,7 @@ class EntryStore:
         ``leaf_id`` if given, else the last entry (also when ``leaf_id`` names no entry and
         ``lenient_leaf``)."""
         session_id = str(header["id"])
-        index = TreeIndex()
+        index = TreeIndex(shared_ids)
         stats = SessionStats()
         last_id: str | None = None
         insert_sql = self._insert_sql

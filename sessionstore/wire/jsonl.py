@@ -104,6 +104,9 @@ class SessionFileReader:
             self._path = None
         self.lenient = lenient
         self.skipped: list[SkippedLine] = []
+        self.ids: dict[str, int] = {}
+        """Ids of the entries yielded so far -> their position (0, 1, ...); a consumer that numbers
+        entries the same way may share this dict instead of building its own (memory on huge files)."""
         self.bytes_read = 0
         self._line = 0
         self._index = 0
@@ -170,7 +173,7 @@ class SessionFileReader:
     def entries_with_text(self) -> Iterator[tuple[int, dict[str, Any], str]]:
         """Yield ``(line, entry, text)``: ``text`` is the entry's JSON as pi writes it, the line itself
         when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
-        seen: set[str] = set()
+        seen = self.ids
         skipped_ids: dict[str, int] = {}
         try:
             for line, raw in self._lines:
@@ -185,14 +188,14 @@ class SessionFileReader:
                     self.skipped.append(SkippedLine(line, reason))
                     self._upgrader.skipped()
                     continue
-                seen.add(entry["id"])
+                seen[entry["id"]] = len(seen)
                 self._upgrader.accepted(entry["id"])
                 yield line, entry, _entry_text(entry, raw.strip(), changed).decode("utf-8", "surrogatepass")
         finally:
             self.close()
 
     def _entry(
-        self, line: int, raw: bytes, seen: set[str], skipped_ids: dict[str, int]
+        self, line: int, raw: bytes, seen: dict[str, int], skipped_ids: dict[str, int]
     ) -> tuple[dict[str, Any], str]:
         try:
             entry = _loads(raw)
