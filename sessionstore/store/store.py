@@ -62,14 +62,6 @@ class _Unset:
 UNSET: Final = _Unset()
 INSERT_BATCH = 2_000
 
-_FACT_COLUMNS = (
-    entries.c.seq,
-    entries.c.depth,
-    entries.c.ctx_depth,
-    entries.c.compaction_seq,
-    entries.c.model_seq,
-    entries.c.thinking_seq,
-)
 
 _PATH_RAW = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
@@ -251,12 +243,6 @@ class EntryStore:
         if row is None or row.deleting:
             raise SessionNotFoundError(session_id)
         return row
-
-    def _facts(self, conn: Connection, session_id: str, seq: int) -> NodeFacts:
-        row = conn.execute(
-            select(*_FACT_COLUMNS).where(entries.c.session_id == session_id, entries.c.seq == seq)
-        ).one()
-        return NodeFacts(*row)
 
     def _seq_of(self, conn: Connection, session_id: str, entry_id: str) -> int:
         seq = conn.execute(
