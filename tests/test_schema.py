@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import inspect
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
@@ -15,6 +17,7 @@ from sessionstore.errors import SchemaError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION, metadata
+from tests.conftest import PG_URL, _admin_url, drop_pg_database
 
 
 def test_the_code_needs_the_head_revision_of_the_migrations() -> None:
@@ -74,3 +77,51 @@ def test_sqlite_runs_in_wal_with_full_sync_by_default(tmp_path: Path) -> None:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_a_database_at_the_base_revision_is_upgraded_on_open(tmp_path: Path) -> None:
+    from alembic import command
+
+    url = f"sqlite:///{tmp_path / 'base.db'}"
+    SessionStore(url).close()
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        config = migrate.alembic_config()
+        config.attributes["connection"] = conn
+        command.downgrade(config, "base")
+    with engine.connect() as conn:
+        assert migrate.current_revision(conn) is None
+    engine.dispose()
+    with SessionStore(url) as store:
+        sid = store.create_session(cwd="/w")
+        assert store.session(sid).cwd == "/w"
+
+
+def test_postgresql_without_the_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from sessionstore.errors import BackendUnavailableError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
+    with pytest.raises(BackendUnavailableError, match=r"sessionstore\[postgres\]"):
+        make_engine("postgresql://user@localhost/db")
+
+
+@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+def test_postgresql_is_never_upgraded_on_open_and_says_what_to_run() -> None:
+    name = f"sessionstore_bare_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+        with pytest.raises(SchemaError, match="sessionstore db upgrade"):
+            SessionStore(url)
+        result = CliRunner().invoke(cli, ["--db", url, "db", "upgrade"])
+        assert result.exit_code == 0, result.output
+        with SessionStore(url) as store:
+            assert store.list_sessions() == []
+    finally:
+        drop_pg_database(name)
+        admin.dispose()
