@@ -102,7 +102,7 @@ def describe_entry(entry: dict[str, Any]) -> str:
     if kind == "message":
         message = entry.get("message") or {}
         role = message.get("role")
-        text = " ".join(message_lines(message, 60)[1:2]).strip()
+        text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
         return f"{role}: {text}" if text else str(role)
     if kind == "model_change":
         return f"model → {entry.get('provider')}/{entry.get('modelId')}"
