@@ -67,3 +67,10 @@ def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert [m["role"] for m in ctx.messages] == ["user", "assistant", "toolResult"]  # type: ignore[attr-defined]
     assert ctx.diagnostics == []  # type: ignore[attr-defined]
     namespace["store"].close()  # type: ignore[attr-defined]
+
+
+def test_every_provider_error_code_is_documented() -> None:
+    from sessionstore.provider import PROVIDER_ERROR_CODES
+
+    for code in PROVIDER_ERROR_CODES:
+        assert f"| `{code}` |" in README
