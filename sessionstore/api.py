@@ -10,7 +10,6 @@ validation, projection and compaction planning.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,16 +19,25 @@ from pydantic import ValidationError
 from sessionstore.context import build_session_context, project
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
 from sessionstore.context.project import TransformContext
-from sessionstore.errors import InvalidCompactionError, InvalidInputError
+from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models.content import WireModel
-from sessionstore.models.entries import CompactionEntry
+from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store.engine import json_dumps, json_loads
 from sessionstore.store.rawtx import RawTx
-from sessionstore.store.store import UNSET, EntryStore, ImportResult, SessionHead, SessionInfo, TreeNode, _Unset
+from sessionstore.store.store import (
+    UNSET,
+    EntryStore,
+    ImportResult,
+    SessionHead,
+    SessionInfo,
+    TreeNode,
+    _Unset,
+    new_header,
+)
 from sessionstore.validate import Diagnostic, validate_transcript
-from sessionstore.wire.jsonl import CURRENT_VERSION, format_validation_error
+from sessionstore.wire.jsonl import format_validation_error
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -249,20 +257,14 @@ class SessionStore(EntryStore):
         for target, label in wanted.items():
             if copied.get(target) == label:
                 continue
-            label_id = _fresh_id(taken)
+            label_id = new_entry_id(taken.__contains__)
+            taken.add(label_id)
             new_entries.append(
                 {"type": "label", "id": label_id, "parentId": parent, "timestamp": now_iso(), "targetId": target,
                  "label": label}
             )
             parent = label_id
-        header: Json = {
-            "type": "session",
-            "version": CURRENT_VERSION,
-            "id": new_session_id or str(uuid.uuid4()),
-            "timestamp": now_iso(),
-            "cwd": source.cwd,
-            "parentSession": session_id,
-        }
+        header = new_header(cwd=source.cwd, session_id=new_session_id, parent_session=session_id)
         return self.insert_session(header, new_entries).session_id
 
     # -- compaction ----------------------------------------------------------------------------
@@ -294,8 +296,6 @@ class SessionStore(EntryStore):
         if first_kept_entry_id is None or tokens_before is None:
             leaf = self.leaf(session_id)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
-                from sessionstore.errors import LeafConflictError
-
                 raise LeafConflictError(session_id, expected_leaf, leaf)
             plan = self.plan_compaction(session_id, keep_recent_tokens=keep_recent_tokens)
             if plan is None:
@@ -339,14 +339,6 @@ class SessionStore(EntryStore):
                 f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
                 " whose call was summarised away"
             )
-
-
-def _fresh_id(taken: set[str]) -> str:
-    while True:
-        candidate = uuid.uuid4().hex[:8]
-        if candidate not in taken:
-            taken.add(candidate)
-            return candidate
 
 
 __all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "TreeNode", "message_to_wire"]

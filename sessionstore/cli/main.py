@@ -21,6 +21,7 @@ from sessionstore.api import SessionStore
 from sessionstore.cli import render
 from sessionstore.errors import SessionNotFoundError, SessionStoreError
 from sessionstore.store.engine import ENV_URL, default_db_path
+from sessionstore.store.store import UNSET
 from sessionstore.validate import ERROR_CODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,8 +98,6 @@ expected_leaf_option = click.option(
 
 
 def _expected(value: str | None) -> Any:
-    from sessionstore.store.store import UNSET
-
     if value is None:
         return UNSET
     return None if value == "none" else value
@@ -172,8 +171,6 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, s
 @handle_errors
 def context(ctx: Ctx, session: str, leaf: str | None, provider_safe: bool, full: bool, as_json: bool) -> None:
     """Show what a model call at the leaf gets: messages, provider messages, diagnostics."""
-    from sessionstore.store.store import UNSET
-
     result = ctx.store.context(
         ctx.session_id(session), leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe
     )
@@ -212,8 +209,6 @@ def export(ctx: Ctx, session: str, output: str) -> None:
 @handle_errors
 def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     """Validate the context at the leaf; exit 1 when a shape or linkage error is found."""
-    from sessionstore.store.store import UNSET
-
     session_id = ctx.session_id(session)
     diagnostics = ctx.store.validate(session_id, leaf_id=UNSET if leaf is None else leaf)
     errors = [d for d in diagnostics if d.code in ERROR_CODES]
@@ -339,8 +334,6 @@ def branch(ctx: Ctx, session: str, entry: str, summary: str | None, expected_lea
 @handle_errors
 def fork(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     """Copy the path root..leaf into a new session; print its id."""
-    from sessionstore.store.store import UNSET
-
     sid = ctx.session_id(session)
     new_id = ctx.store.fork(sid, leaf_id=UNSET if leaf is None else leaf)
     emit_json({"sessionId": new_id, "parentSession": sid}) if as_json else click.echo(new_id)

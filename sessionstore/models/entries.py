@@ -8,6 +8,8 @@ types become :class:`UnknownEntry` and keep every field.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
@@ -137,3 +139,13 @@ class SessionHeader(WireModel):
 def parse_entry(data: dict[str, Any]) -> Any:
     """Typed, validated view of a wire entry; raises ``pydantic.ValidationError`` on a bad shape."""
     return ENTRY_ADAPTER.validate_python(data)
+
+
+def new_entry_id(taken: Callable[[str], bool]) -> str:
+    """An entry id as pi generates it: 8 hex characters, retried while ``taken`` (a full UUID after
+    100 collisions)."""
+    for _ in range(100):
+        candidate = uuid.uuid4().hex[:8]
+        if not taken(candidate):
+            return candidate
+    return str(uuid.uuid4())

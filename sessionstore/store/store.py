@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import IO, Any, Final, Self
 
 from pydantic import ValidationError
-from sqlalchemy import ColumnElement, Connection, Engine, func, insert, select, update
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.exc import ProgrammingError as SAProgrammingError
+from sqlalchemy import ColumnElement, Connection, Engine, func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.errors import (
     EntryNotFoundError,
@@ -28,11 +27,10 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
-from sessionstore.models.entries import parse_entry
+from sessionstore.models.entries import new_entry_id, parse_entry
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.engine import (
-    WRITE,
     Durability,
     decode_payloads,
     default_url,
@@ -63,7 +61,7 @@ UNSET: Final = _Unset()
 INSERT_BATCH = 2_000
 
 
-_PATH_RAW = """
+_WALK_UP = """
     WITH RECURSIVE path(seq, parent_seq, depth) AS (
         SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :leaf
         UNION ALL
@@ -71,6 +69,9 @@ _PATH_RAW = """
         JOIN path p ON e.session_id = :sid AND e.seq = p.parent_seq
         WHERE p.depth > :stop
     )
+"""
+"""Walk ``parentId`` up from the entry ``:leaf`` to depth ``:stop`` (0: the root)."""
+_PATH_RAW = _WALK_UP + """
     SELECT e.seq, e.{payload_text} FROM path JOIN entries e ON e.session_id = :sid AND e.seq = path.seq
     ORDER BY path.depth
 """
@@ -79,16 +80,7 @@ payloads come back as JSON text and are decoded with orjson."""
 _EXPORT = "SELECT {payload_text} FROM entries WHERE session_id = :sid ORDER BY seq"
 _LAST_ENTRY_ID = "SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY seq DESC LIMIT 1"
 _PAYLOAD_BY_SEQ = "SELECT {payload_text} FROM entries WHERE session_id = :sid AND seq = :seq"
-_ANCESTOR_RAW = """
-    WITH RECURSIVE path(seq, parent_seq, depth) AS (
-        SELECT seq, parent_seq, depth FROM entries WHERE session_id = :sid AND seq = :start
-        UNION ALL
-        SELECT e.seq, e.parent_seq, e.depth FROM entries e
-        JOIN path p ON e.session_id = :sid AND e.seq = p.parent_seq
-        WHERE p.depth > :stop
-    )
-    SELECT count(*) FROM path WHERE seq = :target
-"""
+_ANCESTOR_RAW = _WALK_UP + "SELECT count(*) FROM path WHERE seq = :target"
 _HEAD = (
     "SELECT s.leaf_id, s.leaf_seq, s.entry_count, s.message_count, s.name, s.first_message, s.modified_ms,"
     " s.deleting, e.depth, e.ctx_depth, e.compaction_seq, e.model_seq, e.thinking_seq"
@@ -225,21 +217,8 @@ class EntryStore:
         except SQLAlchemyError as exc:
             raise StoreError(f"database error: {exc}") from exc
 
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        try:
-            with self.engine.connect().execution_options(**WRITE) as conn, conn.begin():
-                yield conn
-        except (IntegrityError, OperationalError, SAProgrammingError) as exc:
-            raise StoreError(f"database refused the write: {exc.orig}") from exc
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error: {exc}") from exc
-
-    def _session_row(self, conn: Connection, session_id: str, *, lock: bool = False) -> Any:
-        query = select(sessions).where(sessions.c.id == session_id)
-        if lock and self.dialect == "postgresql":
-            query = query.with_for_update()
-        row = conn.execute(query).first()
+    def _session_row(self, conn: Connection, session_id: str) -> Any:
+        row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
         if row is None or row.deleting:
             raise SessionNotFoundError(session_id)
         return row
@@ -316,7 +295,7 @@ class EntryStore:
                 if not replace:
                     raise SessionExistsError(session_id)
                 self._raw_delete(tx, session_id)
-            tx.execute(self._insert_session_sql, {**_session_values(header), "header": json_dumps(header)})
+            tx.execute(self._insert_session_sql, _session_values(header))
             batch: list[Json] = []
             for item in new_entries:
                 entry, text = item if isinstance(item, tuple) else (item, None)
@@ -454,12 +433,9 @@ class EntryStore:
     def path(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> list[Json]:
         """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
         with raw_write(self.engine, write=False) as tx:
-            head = self._head(tx, session_id, lock=False)
-            leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
-            if leaf is None:
+            _leaf, facts = self._resolve_leaf(tx, session_id, leaf_id)
+            if facts is None:
                 return []
-            facts = head.leaf_facts if leaf == head.leaf_id else self._raw_facts(tx, session_id, entry_id=leaf)
-            assert facts is not None
             rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": 0})
         return decode_payloads([text for _seq, text in rows])
 
@@ -467,12 +443,9 @@ class EntryStore:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
         with raw_write(self.engine, write=False) as tx:
-            head = self._head(tx, session_id, lock=False)
-            leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
-            if leaf is None:
+            leaf, facts = self._resolve_leaf(tx, session_id, leaf_id)
+            if leaf is None or facts is None:
                 return ContextSlice(None, [], None, None)
-            facts = head.leaf_facts if leaf == head.leaf_id else self._raw_facts(tx, session_id, entry_id=leaf)
-            assert facts is not None
             path_rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": facts.ctx_depth})
             on_path = {seq for seq, _text in path_rows}
             extra: dict[int, str] = {}
@@ -495,12 +468,14 @@ class EntryStore:
                 .order_by(entries.c.seq)
             ).all()
         nodes: dict[int, TreeNode] = {}
+        parent_of: dict[int, int | None] = {}
         by_id: dict[str, TreeNode] = {}
         roots: list[TreeNode] = []
         labels: dict[str, str | None] = {}
         for seq, parent_seq, payload in rows:
             node = TreeNode(payload)
             nodes[seq] = node
+            parent_of[seq] = parent_seq
             by_id[payload["id"]] = node
             (roots if parent_seq is None else nodes[parent_seq].children).append(node)
             if payload.get("type") == "label":
@@ -508,11 +483,10 @@ class EntryStore:
         for target, label in labels.items():
             if target in by_id and label:
                 by_id[target].label = label
-        current = by_id.get(row.leaf_id) if row.leaf_id is not None else None
-        parent_of = {id(child): node for node in nodes.values() for child in node.children}
-        while current is not None:
-            current.on_active_path = True
-            current = parent_of.get(id(current))
+        seq_on_path = row.leaf_seq
+        while seq_on_path is not None:
+            nodes[seq_on_path].on_active_path = True
+            seq_on_path = parent_of[seq_on_path]
         return roots
 
     def labels(self, session_id: str) -> dict[str, str]:
@@ -539,20 +513,8 @@ class EntryStore:
         timestamp: str | None = None,
     ) -> str:
         """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
-        header: Json = {
-            "type": "session",
-            "version": CURRENT_VERSION,
-            "id": session_id or str(uuid.uuid4()),
-            "timestamp": timestamp or now_iso(),
-            "cwd": cwd,
-        }
-        if parent_session is not None:
-            header["parentSession"] = parent_session
-        with self._write() as conn:
-            if conn.execute(select(sessions.c.id).where(sessions.c.id == header["id"])).first() is not None:
-                raise SessionExistsError(header["id"])
-            conn.execute(insert(sessions).values(**_session_values(header), **SessionStats().columns()))
-        return str(header["id"])
+        header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
+        return self.insert_session(header, []).session_id
 
     def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries in one transaction."""
@@ -659,6 +621,18 @@ class EntryStore:
         facts = None if leaf_seq is None else NodeFacts(int(leaf_seq), *(row[8:13]))
         return SessionHead(session_id, leaf_id, facts, SessionStats(int(count), int(messages), name, first, modified))
 
+    def _resolve_leaf(
+        self, tx: RawTx, session_id: str, leaf_id: str | _Unset | None
+    ) -> tuple[str | None, NodeFacts | None]:
+        """``leaf_id`` (default: the session's leaf) and its facts; ``(None, None)`` for no leaf."""
+        head = self._head(tx, session_id, lock=False)
+        leaf = head.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
+        if leaf is None:
+            return None, None
+        if leaf == head.leaf_id:
+            return leaf, head.leaf_facts
+        return leaf, self._raw_facts(tx, session_id, entry_id=leaf)
+
     def _raw_facts(self, tx: RawTx, session_id: str, *, entry_id: str) -> NodeFacts:
         row = tx.one(_FACTS_BY_ID, {"sid": session_id, "eid": entry_id})
         if row is None:
@@ -666,12 +640,7 @@ class EntryStore:
         return NodeFacts(*row)
 
     def _new_id(self, tx: RawTx, session_id: str) -> str:
-        """8 hex characters as pi generates them, checked against the session's ids."""
-        for _ in range(100):
-            candidate = uuid.uuid4().hex[:8]
-            if tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": candidate}) is None:
-                return candidate
-        return str(uuid.uuid4())
+        return new_entry_id(lambda candidate: tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": candidate}) is not None)
 
     def _kept_depth(self, tx: RawTx, session_id: str, first_kept: Any, parent_seq: int) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
@@ -680,18 +649,19 @@ class EntryStore:
         target = tx.one(_SEQ_DEPTH_BY_ID, {"sid": session_id, "eid": first_kept})
         if target is None:
             return None
-        found = tx.scalar(_ANCESTOR_RAW, {"sid": session_id, "start": parent_seq, "stop": target[1],
+        found = tx.scalar(_ANCESTOR_RAW, {"sid": session_id, "leaf": parent_seq, "stop": target[1],
                                           "target": target[0]})
         return int(target[1]) if found else None
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
-        with self._write() as conn:
-            row = self._session_row(conn, session_id, lock=True)
-            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
-                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
-            seq = None if entry_id is None else self._seq_of(conn, session_id, entry_id)
-            conn.execute(update(sessions).where(sessions.c.id == session_id).values(leaf_id=entry_id, leaf_seq=seq))
+        with raw_write(self.engine) as tx:
+            head = self._head(tx, session_id, lock=True)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
+            seq = None if entry_id is None else self._raw_facts(tx, session_id, entry_id=entry_id).seq
+            tx.execute("UPDATE sessions SET leaf_id = :leaf_id, leaf_seq = :leaf_seq WHERE id = :sid",
+                       {"sid": session_id, "leaf_id": entry_id, "leaf_seq": seq})
 
     def count_entries(self, session_id: str) -> int:
         with self._read() as conn:
@@ -702,6 +672,22 @@ class EntryStore:
             )
 
 
+def new_header(
+    *, cwd: str, session_id: str | None = None, parent_session: str | None = None, timestamp: str | None = None
+) -> Json:
+    """A v3 session header as pi writes it (a new UUID and the current time unless given)."""
+    header: Json = {
+        "type": "session",
+        "version": CURRENT_VERSION,
+        "id": session_id or str(uuid.uuid4()),
+        "timestamp": timestamp or now_iso(),
+        "cwd": cwd,
+    }
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
 def _session_values(header: Json) -> Json:
     return {
         "id": str(header["id"]),
@@ -709,10 +695,7 @@ def _session_values(header: Json) -> Json:
         "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else "",
         "created": header.get("timestamp") if isinstance(header.get("timestamp"), str) else "",
         "parent_session": header.get("parentSession") if isinstance(header.get("parentSession"), str) else None,
-        "header": header,
-        "leaf_id": None,
-        "leaf_seq": None,
-        "deleting": False,
+        "header": json_dumps(header),
     }
 
 
