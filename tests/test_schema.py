@@ -125,3 +125,9 @@ def test_postgresql_is_never_upgraded_on_open_and_says_what_to_run() -> None:
     finally:
         drop_pg_database(name)
         admin.dispose()
+
+
+def test_normal_durability_runs_sqlite_with_normal_sync(tmp_path: Path) -> None:
+    with SessionStore(f"sqlite:///{tmp_path / 'n.db'}", durability="normal") as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

@@ -365,3 +365,36 @@ def test_a_store_error_names_the_database_problem(tmp_path: Path) -> None:
     (tmp_path / "not-a-db").write_text("garbage" * 1000)
     with pytest.raises(StoreError):
         SessionStore(f"sqlite:///{tmp_path / 'not-a-db'}")
+
+
+def test_list_sessions_reads_no_entry_rows(store: SessionStore) -> None:
+    from sqlalchemy import event
+
+    sid = store.import_jsonl(PI_FILES["large-session"]).session_id
+    statements: list[str] = []
+
+    def capture(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        (info,) = store.list_sessions()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", capture)
+    assert info.id == sid and info.message_count == 914 and info.first_message == "/mode"
+    assert statements and not [s for s in statements if "entries" in s]
+
+
+def test_import_reports_progress_up_to_the_whole_file(store: SessionStore) -> None:
+    seen: list[int] = []
+    store.import_jsonl(PI_FILES["before-compaction"], progress=seen.append)
+    assert seen == sorted(seen)
+    assert seen[-1] == PI_FILES["before-compaction"].stat().st_size
+
+
+def test_generated_ids_are_retried_while_taken() -> None:
+    from sessionstore.models.entries import new_entry_id
+
+    refusals = iter([True, True, True, False])
+    assert re.fullmatch(r"[0-9a-f]{8}", new_entry_id(lambda _candidate: next(refusals)))
+    assert len(new_entry_id(lambda _candidate: True)) == 36  # a full UUID after 100 collisions
