@@ -75,17 +75,13 @@ def test_validate_exits_1_on_linkage_errors_and_0_when_clean(run, tmp_path: Path
     assert clean.exit_code == 0 and "none" in clean.stdout
 
 
-def test_export_writes_pi_v3(run, backend: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_export_writes_pi_v3(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run("import", str(PI_FILES["large-session"]))
     out = tmp_path / "out.jsonl"
     assert run("export", "d703", "-o", str(out)).exit_code == 0
     expected = (PI_FILES["large-session"].parent / "large-session.v3.jsonl").read_bytes()
     assert run("export", "d703").stdout_bytes == out.read_bytes()
-    if backend == "sqlite":
-        assert out.read_bytes() == expected  # byte for byte as pi upgrades the file
-    else:  # JSONB keeps objects, not their key order
-        got = [json.loads(line) for line in out.read_bytes().splitlines()]
-        assert got == [json.loads(line) for line in expected.splitlines()]
+    assert out.read_bytes() == expected  # byte for byte as pi upgrades the file, on both backends
 
 
 def test_ls_lists_sessions_with_json(run) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import sqlite3
 import uuid
 from pathlib import Path
@@ -131,3 +133,49 @@ def test_normal_durability_runs_sqlite_with_normal_sync(tmp_path: Path) -> None:
     with SessionStore(f"sqlite:///{tmp_path / 'n.db'}", durability="normal") as store, store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_entries_kept() -> None:
+    name = f"sessionstore_0001_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    engine = make_engine(url)
+    try:
+        migrate.upgrade(engine, "0001")
+        header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+        user = {"type": "message", "id": "a1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": {"role": "user", "content": "hi", "timestamp": 1}}
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO sessions (id, version, cwd, created, header, leaf_id, leaf_seq, entry_count,"
+                     " message_count, deleting) VALUES ('s1', 3, '/w', :ts, CAST(:h AS jsonb), 'a1', 0, 1, 1, FALSE)"),
+                {"ts": header["timestamp"], "h": json.dumps(header)},
+            )
+            conn.execute(
+                text("INSERT INTO entries (session_id, seq, entry_id, parent_id, depth, type, role, timestamp,"
+                     " payload, ctx_depth) VALUES ('s1', 0, 'a1', NULL, 0, 'message', 'user', :ts,"
+                     " CAST(:p AS jsonb), 0)"),
+                {"ts": user["timestamp"], "p": json.dumps(user)},
+            )
+        with pytest.raises(SchemaError, match=r"0001.*sessionstore db upgrade"):
+            SessionStore(url)
+        result = CliRunner().invoke(cli, ["--db", url, "db", "upgrade"])
+        assert result.exit_code == 0 and result.output.strip() == f"schema at {SCHEMA_REVISION}", result.output
+        with engine.connect() as conn:
+            types = conn.execute(
+                text("SELECT table_name, data_type FROM information_schema.columns"
+                     " WHERE column_name IN ('payload', 'header') ORDER BY table_name")
+            ).all()
+        assert types == [("entries", "json"), ("sessions", "json")]
+        with SessionStore(url) as store:
+            assert store.path("s1") == [user]
+            out = io.BytesIO()
+            assert store.export_jsonl("s1", out) == 1
+            assert [json.loads(line) for line in out.getvalue().splitlines()] == [header, user]
+    finally:
+        engine.dispose()
+        drop_pg_database(name)
+        admin.dispose()

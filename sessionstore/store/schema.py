@@ -30,9 +30,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
@@ -44,7 +43,8 @@ metadata = MetaData(
     }
 )
 
-Payload = JSON().with_variant(JSONB(), "postgresql")
+Payload = JSON()
+"""JSON text as written (PostgreSQL ``json``, not ``jsonb``: exports give back the stored line byte for byte)."""
 
 sessions = Table(
     "sessions",

@@ -340,8 +340,8 @@ class EntryStore:
         """Write the session as a v3 file, entries in append order; returns the entries written.
 
         When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
-        ``import_jsonl`` restores the leaf from it). On SQLite the stored text of each entry is written
-        as it is (pi's own line for imported entries); PostgreSQL's JSONB is re-encoded."""
+        ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
+        (pi's own line for imported entries), on both backends."""
         with raw_write(self.engine, write=False) as tx:
             head = self._head(tx, session_id, lock=False)
             header_column = "header::text" if self.dialect == "postgresql" else "header"
@@ -350,22 +350,18 @@ class EntryStore:
             if head.leaf_id != last:
                 header["leafId"] = head.leaf_id
             fp.write(dump_line(header))
-            count = 0
-            if self.dialect == "sqlite":
-                connection = tx.cursor.connection
-                connection.text_factory = bytes  # the stored UTF-8 text, written without decoding
-                try:
-                    tx.execute(_EXPORT, {"sid": session_id})
-                    while rows := tx.cursor.fetchmany(4096):
-                        fp.write(b"\n".join(text for (text,) in rows) + b"\n")
-                        count += len(rows)
-                finally:
-                    connection.text_factory = str
-                return count
-            tx.execute(_EXPORT, {"sid": session_id})
-            while rows := tx.cursor.fetchmany(2000):
-                fp.write(b"".join(dump_line(json_loads(text)) for (text,) in rows))
-                count += len(rows)
+            if self.dialect == "postgresql":
+                return _copy_payloads_out(tx, session_id, fp)
+            connection = tx.cursor.connection
+            connection.text_factory = bytes  # the stored UTF-8 text, written without decoding
+            try:
+                tx.execute(_EXPORT, {"sid": session_id})
+                count = 0
+                while rows := tx.cursor.fetchmany(4096):
+                    fp.write(b"\n".join(text for (text,) in rows) + b"\n")
+                    count += len(rows)
+            finally:
+                connection.text_factory = str
             return count
 
     # -- reading -------------------------------------------------------------------------------
@@ -585,7 +581,7 @@ class EntryStore:
 
     @property
     def _insert_session_sql(self) -> str:
-        header = "CAST(:header AS jsonb)" if self.dialect == "postgresql" else ":header"
+        header = "CAST(:header AS json)" if self.dialect == "postgresql" else ":header"
         return (
             "INSERT INTO sessions (id, version, cwd, created, parent_session, header, leaf_id, leaf_seq, entry_count,"
             " message_count, name, first_message, modified_ms, deleting) VALUES (:id, :version, :cwd, :created,"
@@ -600,7 +596,7 @@ class EntryStore:
 
     @property
     def _insert_sql(self) -> str:
-        payload = "CAST(:payload AS jsonb)" if self.dialect == "postgresql" else ":payload"
+        payload = "CAST(:payload AS json)" if self.dialect == "postgresql" else ":payload"
         return (
             "INSERT INTO entries (session_id, seq, entry_id, parent_id, parent_seq, depth, type, role, timestamp,"
             " payload, ctx_depth, compaction_seq, model_seq, thinking_seq) VALUES (:session_id, :seq, :entry_id,"
@@ -670,6 +666,71 @@ class EntryStore:
                 conn.execute(select(func.count()).select_from(entries).where(entries.c.session_id == session_id))
                 .scalar_one()
             )
+
+
+_PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _copy_payloads_out(tx: RawTx, session_id: str, fp: IO[bytes]) -> int:
+    """PostgreSQL: stream the session's payloads in append order with ``COPY ... (FORMAT binary)``,
+    writing each stored text and a newline; returns the entries written.
+
+    About twice as fast as fetching rows: no per-row result objects, and the binary format needs no
+    unescaping (a ``json`` value is sent as its text). Format: signature, flags, header extension,
+    then per row a field count (1), the length and the bytes; a field count of -1 ends the data."""
+    buf = bytearray()
+    pos = 0
+    count = 0
+    started = False
+    with tx.cursor.copy(
+        "COPY (SELECT payload FROM entries WHERE session_id = %s ORDER BY seq) TO STDOUT (FORMAT binary)",
+        (session_id,),
+    ) as copy:
+        for chunk in copy:
+            buf += chunk
+            if len(buf) - pos < 1 << 20:
+                continue
+            if not started:
+                pos, started = _pgcopy_header(buf), True
+            out, rows, pos = _pgcopy_rows(buf, pos)
+            fp.write(out)
+            count += rows
+            del buf[:pos]
+            pos = 0
+    if not started:
+        pos = _pgcopy_header(buf)
+    out, rows, pos = _pgcopy_rows(buf, pos)
+    if buf[pos : pos + 2] != b"\xff\xff":
+        raise StoreError("PostgreSQL COPY ended without its trailer")
+    fp.write(out)
+    return count + rows
+
+
+def _pgcopy_header(buf: bytearray) -> int:
+    if buf[:11] != _PGCOPY_SIGNATURE:
+        raise StoreError("PostgreSQL COPY did not start with the binary signature")
+    return 19 + int.from_bytes(buf[15:19], "big")
+
+
+def _pgcopy_rows(buf: bytearray, pos: int) -> tuple[bytes, int, int]:
+    """The complete rows from ``pos`` on, each as its text and a newline; how many; where the rest starts."""
+    view = memoryview(buf)
+    try:
+        parts: list[memoryview] = []
+        end = len(buf)
+        while pos + 6 <= end and buf[pos : pos + 2] == b"\x00\x01":
+            length = int.from_bytes(buf[pos + 2 : pos + 6], "big")
+            if pos + 6 + length > end:
+                break
+            parts.append(view[pos + 6 : pos + 6 + length])
+            pos += 6 + length
+        out = b"\n".join(parts) + b"\n" if parts else b""
+        rows = len(parts)
+        for part in parts:
+            part.release()
+    finally:
+        view.release()
+    return out, rows, pos
 
 
 def new_header(

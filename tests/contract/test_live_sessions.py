@@ -241,6 +241,33 @@ def test_export_records_a_leaf_that_is_not_the_last_entry_and_import_restores_it
         assert "leafId" not in other.header(sid)
 
 
+def test_export_of_an_empty_session_is_its_header_line(store: SessionStore, sid: str) -> None:
+    out = io.BytesIO()
+    assert store.export_jsonl(sid, out) == 0
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(b'{"type":"session","version":3,"id":"' + sid.encode())
+
+
+def test_a_large_imported_session_exports_every_line_byte_for_byte(store: SessionStore) -> None:
+    """Several MB (the PostgreSQL COPY stream is cut into many buffers), with escapes, non-ASCII text,
+    JavaScript number forms and key orders that re-encoding would change."""
+    lines = [b'{"type":"session","version":3,"id":"big","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}']
+    parent = "null"
+    for i in range(1500):
+        text = f"line {i} \\n \\\" caf\u00e9 \u65e5\u672c {'x' * (i % 7 * 900)}"
+        entry = (
+            f'{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z",'
+            f'"message":{{"role":"user","content":"{text}","timestamp":1e+21,"z":1,"a":[0.000001,1e-7]}}}}'
+        )
+        lines.append(entry.encode())
+        parent = f'"{i:08x}"'
+    data = b"\n".join(lines) + b"\n"
+    assert store.import_jsonl(io.BytesIO(data)).entries == 1500
+    out = io.BytesIO()
+    assert store.export_jsonl("big", out) == 1500
+    assert out.getvalue() == data
+
+
 # -- compaction -----------------------------------------------------------------------------------
 def long_session(store: SessionStore, turns: int = 30) -> str:
     sid = store.create_session(cwd="/w")
