@@ -8,6 +8,7 @@ types become :class:`UnknownEntry` and keep every field.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -141,11 +142,16 @@ def parse_entry(data: dict[str, Any]) -> Any:
     return ENTRY_ADAPTER.validate_python(data)
 
 
+def random_entry_id() -> str:
+    """8 random hex characters, as pi generates entry ids."""
+    return os.urandom(4).hex()
+
+
 def new_entry_id(taken: Callable[[str], bool]) -> str:
     """An entry id as pi generates it: 8 hex characters, retried while ``taken`` (a full UUID after
     100 collisions)."""
     for _ in range(100):
-        candidate = uuid.uuid4().hex[:8]
+        candidate = random_entry_id()
         if not taken(candidate):
             return candidate
     return str(uuid.uuid4())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from typing import Any
 
@@ -55,6 +55,15 @@ class RawTx:
         return None if row is None else row[0]
 
 
+def entry_id_taken(exc: BaseException) -> bool:
+    """Whether a write failed because the session already has an entry with that id."""
+    cause = exc.__cause__
+    diag = getattr(cause, "diag", None)
+    if diag is not None:  # psycopg
+        return getattr(cause, "sqlstate", None) == "23505" and diag.constraint_name == "uq_entries_session_id_entry_id"
+    return "UNIQUE constraint failed: entries.session_id, entries.entry_id" in str(cause)
+
+
 def _driver_errors(dialect: str) -> tuple[type[BaseException], ...]:
     if dialect == "sqlite":
         import sqlite3
@@ -82,8 +91,13 @@ def raw_write(engine: Engine, *, write: bool = True) -> Iterator[RawTx]:
         try:
             if dialect == "sqlite":
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            yield RawTx(cursor, dialect)
-            raw.commit()
+            # PostgreSQL writes run in pipeline mode: a statement whose result is not read is sent
+            # without waiting, so an append costs two round trips (the locking read, then the
+            # writes with COMMIT) instead of one per statement. A failed write surfaces at COMMIT.
+            driver: Any = raw.driver_connection
+            with driver.pipeline() if write and dialect == "postgresql" else nullcontext():
+                yield RawTx(cursor, dialect)
+                raw.commit()
         except BaseException:
             raw.rollback()
             raise

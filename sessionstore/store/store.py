@@ -27,7 +27,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
-from sessionstore.models.entries import new_entry_id, parse_entry
+from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.engine import (
@@ -39,7 +39,7 @@ from sessionstore.store.engine import (
     make_engine,
 )
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, entry_row, facts_for
-from sessionstore.store.rawtx import RawTx, raw_write
+from sessionstore.store.rawtx import RawTx, entry_id_taken, raw_write
 from sessionstore.store.schema import entries, sessions
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
@@ -90,7 +90,6 @@ _FACTS_BY_ID = (
     "SELECT seq, depth, ctx_depth, compaction_seq, model_seq, thinking_seq FROM entries"
     " WHERE session_id = :sid AND entry_id = :eid"
 )
-_ENTRY_EXISTS = "SELECT 1 FROM entries WHERE session_id = :sid AND entry_id = :eid"
 _SEQ_DEPTH_BY_ID = "SELECT seq, depth FROM entries WHERE session_id = :sid AND entry_id = :eid"
 _UPDATE_HEAD = (
     "UPDATE sessions SET leaf_id = :leaf_id, leaf_seq = :leaf_seq, entry_count = :entry_count,"
@@ -537,10 +536,36 @@ class EntryStore:
         kind = fields.get("type")
         if not isinstance(kind, str) or kind == "session":
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
-        entry: Json = {"type": kind, "id": entry_id, "parentId": None, "timestamp": now_iso()}
-        entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
+        entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None, "timestamp": now_iso()}
+        entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
+        try:  # before the transaction: the shape does not depend on the parent (a string or None)
+            parse_entry(entry)
+        except ValidationError as exc:
+            raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+        # The id is checked by the insert itself (the unique constraint), not by a query before it;
+        # a generated id that is taken is drawn again (a full UUID after 100 collisions).
+        for attempt in range(101):
+            try:
+                self._append_once(session_id, entry, expected_leaf, parent_id, check)
+                return str(entry["id"])
+            except StoreError as exc:
+                if not entry_id_taken(exc):
+                    raise
+                if entry_id is not None:
+                    raise InvalidInputError(f"session {session_id!r} already has an entry {entry_id!r}") from None
+                entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
+        raise StoreError(f"session {session_id!r}: no free entry id after 101 attempts")
+
+    def _append_once(
+        self,
+        session_id: str,
+        entry: Json,
+        expected_leaf: str | _Unset | None,
+        parent_id: str | _Unset | None,
+        check: Callable[[RawTx, Json, SessionHead], None] | None,
+    ) -> None:
         with raw_write(self.engine) as tx:
             head = self._head(tx, session_id, lock=True)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
@@ -551,20 +576,12 @@ class EntryStore:
             else:
                 parent = parent_id
                 parent_facts = None if parent is None else self._raw_facts(tx, session_id, entry_id=parent)
-            if entry_id is None:
-                entry["id"] = self._new_id(tx, session_id)
-            elif tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": entry_id}) is not None:
-                raise InvalidInputError(f"session {session_id!r} already has an entry {entry_id!r}")
             entry["parentId"] = parent
-            try:
-                parse_entry(entry)
-            except ValidationError as exc:
-                raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
             if check is not None:
                 check(tx, entry, head)
             seq = head.stats.entry_count
             kept_depth = None
-            if kind == "compaction" and parent_facts is not None:
+            if entry["type"] == "compaction" and parent_facts is not None:
                 kept_depth = self._kept_depth(tx, session_id, entry.get("firstKeptEntryId"), parent_facts.seq)
             facts = facts_for(entry, seq, parent_facts, kept_depth)
             head.stats.add(entry)
@@ -573,7 +590,6 @@ class EntryStore:
             tx.execute(self._insert_sql, row)
             tx.execute(_UPDATE_HEAD, {"sid": session_id, "leaf_id": entry["id"], "leaf_seq": seq,
                                       **head.stats.columns()})
-        return str(entry["id"])
 
     def _payload(self, entry: Json) -> str:
         """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
@@ -634,9 +650,6 @@ class EntryStore:
         if row is None:
             raise EntryNotFoundError(session_id, entry_id)
         return NodeFacts(*row)
-
-    def _new_id(self, tx: RawTx, session_id: str) -> str:
-        return new_entry_id(lambda candidate: tx.one(_ENTRY_EXISTS, {"sid": session_id, "eid": candidate}) is not None)
 
     def _kept_depth(self, tx: RawTx, session_id: str, first_kept: Any, parent_seq: int) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""

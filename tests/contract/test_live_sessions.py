@@ -419,6 +419,24 @@ def test_import_reports_progress_up_to_the_whole_file(store: SessionStore) -> No
     assert seen[-1] == PI_FILES["before-compaction"].stat().st_size
 
 
+def test_an_append_whose_generated_id_is_taken_draws_another_and_writes_once(
+    store: SessionStore, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionstore.store import store as store_module
+
+    first = store.append_message(sid, user("a"), entry_id="0000beef")
+    draws = iter(["0000beef", "0000beef", "0000cafe"])
+    monkeypatch.setattr(store_module, "random_entry_id", lambda: next(draws))
+    second = store.append_message(sid, user("b"))
+    assert second == "0000cafe"
+    assert [e["id"] for e in store.entries(sid)] == [first, second]
+    assert store.entry(sid, second)["parentId"] == first and store.leaf(sid) == second
+    assert store.session(sid).entry_count == 2
+    with pytest.raises(InvalidInputError, match="already has an entry '0000beef'"):
+        store.append_message(sid, user("c"), entry_id="0000beef")
+    assert store.session(sid).entry_count == 2 and store.leaf(sid) == second
+
+
 def test_generated_ids_are_retried_while_taken() -> None:
     from sessionstore.models.entries import new_entry_id
 
