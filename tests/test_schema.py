@@ -175,7 +175,48 @@ def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_
             out = io.BytesIO()
             assert store.export_jsonl("s1", out) == 1
             assert [json.loads(line) for line in out.getvalue().splitlines()] == [header, user]
+            appended = store.append_message("s1", {"role": "user", "content": "again", "timestamp": 2})
+            assert [e["id"] for e in store.path("s1")] == ["a1", appended]
     finally:
         engine.dispose()
         drop_pg_database(name)
         admin.dispose()
+
+
+def test_sessions_written_before_revision_0003_get_their_leaf_facts_on_upgrade(tmp_path: Path) -> None:
+    """Revision 0003 copies each leaf entry's facts onto its session row; appends then continue the
+    path (depth, context, model) as if the session had been written by this version."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    migrate.upgrade(engine, "0002")
+    entries = [
+        ({"type": "model_change", "id": "m1", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z",
+          "provider": "anthropic", "modelId": "opus"}, None, "model_change", None, 0),
+        ({"type": "message", "id": "u1", "parentId": "m1", "timestamp": "2025-01-01T00:00:01.000Z",
+          "message": {"role": "user", "content": "hi", "timestamp": 1}}, 0, "message", "user", 0),
+    ]
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO sessions (id, version, cwd, created, header, leaf_id, leaf_seq, entry_count,"
+                 " message_count, deleting) VALUES ('s1', 3, '/w', 'ts', :h, 'u1', 1, 2, 1, 0)"),
+            {"h": json.dumps({"type": "session", "version": 3, "id": "s1", "timestamp": "ts", "cwd": "/w"})},
+        )
+        for seq, (entry, parent_seq, kind, role, model_seq) in enumerate(entries):
+            conn.execute(
+                text("INSERT INTO entries (session_id, seq, entry_id, parent_id, parent_seq, depth, type, role,"
+                     " timestamp, payload, ctx_depth, model_seq) VALUES ('s1', :seq, :id, :parent, :parent_seq,"
+                     " :seq, :kind, :role, :ts, :payload, 0, :model_seq)"),
+                {"seq": seq, "id": entry["id"], "parent": entry["parentId"], "parent_seq": parent_seq, "kind": kind,
+                 "role": role, "ts": entry["timestamp"], "payload": json.dumps(entry), "model_seq": model_seq},
+            )
+    engine.dispose()
+    with SessionStore(url) as store:
+        with store.engine.connect() as conn:
+            row = conn.execute(text("SELECT leaf_seq, leaf_depth, leaf_ctx_depth, leaf_model_seq FROM sessions")).one()
+        assert tuple(row) == (1, 1, 0, 0)
+        reply = store.append_message("s1", {"role": "assistant", "content": [], "api": "x", "provider": "anthropic",
+                                            "model": "opus", "usage": {}, "stopReason": "stop", "timestamp": 2})
+        assert [e["id"] for e in store.path("s1")] == ["m1", "u1", reply]
+        context = store.context("s1")
+        assert context.model == {"provider": "anthropic", "modelId": "opus"}
+        assert [m["role"] for m in context.messages] == ["user", "assistant"]

@@ -31,7 +31,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
@@ -57,6 +57,12 @@ sessions = Table(
     Column("header", Payload, nullable=False),
     Column("leaf_id", Text),
     Column("leaf_seq", BigInteger),
+    # The leaf entry's facts (its row's depth .. thinking_seq), read by appends with the session row.
+    Column("leaf_depth", BigInteger),
+    Column("leaf_ctx_depth", BigInteger),
+    Column("leaf_compaction_seq", BigInteger),
+    Column("leaf_model_seq", BigInteger),
+    Column("leaf_thinking_seq", BigInteger),
     Column("entry_count", BigInteger, nullable=False),
     Column("message_count", BigInteger, nullable=False),
     Column("name", Text),

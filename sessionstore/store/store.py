@@ -82,20 +82,34 @@ _LAST_ENTRY_ID = "SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY 
 _PAYLOAD_BY_SEQ = "SELECT {payload_text} FROM entries WHERE session_id = :sid AND seq = :seq"
 _ANCESTOR_RAW = _WALK_UP + "SELECT count(*) FROM path WHERE seq = :target"
 _HEAD = (
-    "SELECT s.leaf_id, s.leaf_seq, s.entry_count, s.message_count, s.name, s.first_message, s.modified_ms,"
-    " s.deleting, e.depth, e.ctx_depth, e.compaction_seq, e.model_seq, e.thinking_seq"
-    " FROM sessions s LEFT JOIN entries e ON e.session_id = s.id AND e.seq = s.leaf_seq WHERE s.id = :sid"
+    "SELECT leaf_id, entry_count, message_count, name, first_message, modified_ms, deleting,"
+    " leaf_seq, leaf_depth, leaf_ctx_depth, leaf_compaction_seq, leaf_model_seq, leaf_thinking_seq"
+    " FROM sessions WHERE id = :sid"
 )
 _FACTS_BY_ID = (
     "SELECT seq, depth, ctx_depth, compaction_seq, model_seq, thinking_seq FROM entries"
     " WHERE session_id = :sid AND entry_id = :eid"
 )
 _SEQ_DEPTH_BY_ID = "SELECT seq, depth FROM entries WHERE session_id = :sid AND entry_id = :eid"
-_UPDATE_HEAD = (
-    "UPDATE sessions SET leaf_id = :leaf_id, leaf_seq = :leaf_seq, entry_count = :entry_count,"
-    " message_count = :message_count, name = :name, first_message = :first_message, modified_ms = :modified_ms"
-    " WHERE id = :sid"
+_SET_LEAF = (
+    "leaf_id = :leaf_id, leaf_seq = :leaf_seq, leaf_depth = :leaf_depth, leaf_ctx_depth = :leaf_ctx_depth,"
+    " leaf_compaction_seq = :leaf_compaction_seq, leaf_model_seq = :leaf_model_seq,"
+    " leaf_thinking_seq = :leaf_thinking_seq"
 )
+_UPDATE_HEAD = (
+    f"UPDATE sessions SET {_SET_LEAF}, entry_count = :entry_count, message_count = :message_count, name = :name,"
+    " first_message = :first_message, modified_ms = :modified_ms WHERE id = :sid"
+)
+
+
+def _leaf_columns(leaf_id: str | None, facts: NodeFacts | None) -> Json:
+    """The session row's leaf columns (see ``_SET_LEAF``): the leaf's id and its entry's facts."""
+    if facts is None:
+        return {"leaf_id": None, "leaf_seq": None, "leaf_depth": None, "leaf_ctx_depth": None,
+                "leaf_compaction_seq": None, "leaf_model_seq": None, "leaf_thinking_seq": None}
+    return {"leaf_id": leaf_id, "leaf_seq": facts.seq, "leaf_depth": facts.depth, "leaf_ctx_depth": facts.ctx_depth,
+            "leaf_compaction_seq": facts.compaction_seq, "leaf_model_seq": facts.model_seq,
+            "leaf_thinking_seq": facts.thinking_seq}
 
 
 @dataclass(slots=True)
@@ -328,11 +342,8 @@ class EntryStore:
                     leaf = leaf_id
                 elif not lenient_leaf:
                     raise JsonlError(source_name, 1, f"header leafId {leaf_id!r} names no entry")
-            tx.execute(
-                _UPDATE_HEAD,
-                {"sid": session_id, "leaf_id": leaf, "leaf_seq": None if leaf is None else index.seq_of[leaf],
-                 **stats.columns()},
-            )
+            leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
+            tx.execute(_UPDATE_HEAD, {"sid": session_id, **_leaf_columns(leaf, leaf_facts), **stats.columns()})
         return ImportResult(session_id, len(index), (), leaf)
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
@@ -588,8 +599,7 @@ class EntryStore:
             row = entry_row(session_id, entry, facts, None if parent_facts is None else parent_facts.seq)
             row["payload"] = self._payload(entry)
             tx.execute(self._insert_sql, row)
-            tx.execute(_UPDATE_HEAD, {"sid": session_id, "leaf_id": entry["id"], "leaf_seq": seq,
-                                      **head.stats.columns()})
+            tx.execute(_UPDATE_HEAD, {"sid": session_id, **_leaf_columns(entry["id"], facts), **head.stats.columns()})
 
     def _payload(self, entry: Json) -> str:
         """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
@@ -621,16 +631,15 @@ class EntryStore:
         )
 
     def _head(self, tx: RawTx, session_id: str, *, lock: bool) -> SessionHead:
-        """The session row with the facts of its leaf entry; ``lock``: for a write (SQLite's
-        ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL locks the session row first, then
-        reads, so that a writer that waited sees the leaf the previous writer left)."""
-        if lock and self.dialect == "postgresql":
-            tx.one("SELECT 1 FROM sessions WHERE id = :sid FOR UPDATE", {"sid": session_id})
-        row = tx.one(_HEAD, {"sid": session_id})
-        if row is None or row[7]:
+        """The session row with the facts of its leaf entry, in one statement; ``lock``: for a write
+        (SQLite's ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL locks the row, and a
+        writer that waited for the lock reads the row the previous writer left)."""
+        sql = _HEAD + " FOR UPDATE" if lock and self.dialect == "postgresql" else _HEAD
+        row = tx.one(sql, {"sid": session_id})
+        if row is None or row[6]:
             raise SessionNotFoundError(session_id)
-        leaf_id, leaf_seq, count, messages, name, first, modified = row[:7]
-        facts = None if leaf_seq is None else NodeFacts(int(leaf_seq), *(row[8:13]))
+        leaf_id, count, messages, name, first, modified = row[:6]
+        facts = None if row[7] is None else NodeFacts(*row[7:13])
         return SessionHead(session_id, leaf_id, facts, SessionStats(int(count), int(messages), name, first, modified))
 
     def _resolve_leaf(
@@ -668,9 +677,9 @@ class EntryStore:
             head = self._head(tx, session_id, lock=True)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
-            seq = None if entry_id is None else self._raw_facts(tx, session_id, entry_id=entry_id).seq
-            tx.execute("UPDATE sessions SET leaf_id = :leaf_id, leaf_seq = :leaf_seq WHERE id = :sid",
-                       {"sid": session_id, "leaf_id": entry_id, "leaf_seq": seq})
+            facts = None if entry_id is None else self._raw_facts(tx, session_id, entry_id=entry_id)
+            tx.execute(f"UPDATE sessions SET {_SET_LEAF} WHERE id = :sid",
+                       {"sid": session_id, **_leaf_columns(entry_id, facts)})
 
     def count_entries(self, session_id: str) -> int:
         with self._read() as conn:
