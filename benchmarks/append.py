@@ -16,7 +16,7 @@ The floor, measured in the same run and interleaved append by append with the st
 the same machine): raw ``sqlite3`` (or raw ``psycopg``) on a separate database with the same
 settings, a table shaped like ``entries`` (session_id, seq, entry_id, parent_id, payload; primary key
 (session_id, seq), unique index on (session_id, entry_id)) preloaded with the same history rows by
-one ``executemany`` (PostgreSQL: ``COPY``, payload ``jsonb``), inserting each appended entry's row
+one ``executemany`` (PostgreSQL: ``COPY``, payload ``json`` as in the store), inserting each appended entry's row
 (payload JSON serialised beforehand) in its own ``BEGIN IMMEDIATE`` ... ``COMMIT`` (PostgreSQL:
 ``INSERT`` + ``commit()``). The store's time includes everything ``append_message`` does (message
 validation, leaf lookup, id generation, entry validation, facts, insert, session row update, commit).
@@ -87,12 +87,12 @@ _FLOOR_DDL_SQLITE = (
 )
 _FLOOR_DDL_PG = (
     "CREATE TABLE entries (session_id text NOT NULL, seq bigint NOT NULL, entry_id text NOT NULL,"
-    " parent_id text, payload jsonb NOT NULL, PRIMARY KEY (session_id, seq))",
+    " parent_id text, payload json NOT NULL, PRIMARY KEY (session_id, seq))",
     "CREATE UNIQUE INDEX ix_floor_entry_id ON entries (session_id, entry_id)",
 )
 _FLOOR_INSERT_SQLITE = "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (?, ?, ?, ?, ?)"
 _FLOOR_INSERT_PG = (
-    "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (%s, %s, %s, %s, %s::jsonb)"
+    "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (%s, %s, %s, %s, %s::json)"
 )
 
 

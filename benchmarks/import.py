@@ -15,7 +15,7 @@ fresh ids, chained linearly; about 1.7 KB per entry).
   inserts and the commit.
 - floor: read the file line by line, ``orjson.loads`` each line, and insert the raw lines (line
   number, text) with one ``executemany`` in one transaction into a simple table (SQLite: same
-  pragmas, ``payload TEXT``; PostgreSQL: ``COPY`` into ``payload jsonb``, the type the store uses).
+  pragmas, ``payload TEXT``; PostgreSQL: ``COPY`` into ``payload json``, the type the store uses).
 
 Every measurement runs in a fresh child process, which reports its peak RSS (``VmHWM``); ``base`` is
 its RSS just before the first timed import (interpreter, libraries, open store). Files under 50 MB
@@ -108,7 +108,7 @@ def floor_child(path: str, backend: str, targets: list[str], durability: str) ->
             import psycopg
 
             with psycopg.connect(target) as pg:
-                pg.execute("CREATE TABLE raw_lines (line bigint NOT NULL, payload jsonb NOT NULL)")
+                pg.execute("CREATE TABLE raw_lines (line bigint NOT NULL, payload json NOT NULL)")
                 pg.commit()
                 began = time.perf_counter()
                 with open(path, "rb") as fp, pg.cursor() as cur, cur.copy(

@@ -55,25 +55,39 @@ def facts_for(entry: dict[str, Any], seq: int, parent: NodeFacts | None, kept_de
     )
 
 
-def entry_row(session_id: str, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None) -> dict[str, Any]:
-    message = entry.get("message") if entry.get("type") == "message" else None
-    role = message.get("role") if isinstance(message, dict) else None
-    return {
-        "session_id": session_id,
-        "seq": facts.seq,
-        "entry_id": entry["id"],
-        "parent_id": entry.get("parentId"),
-        "parent_seq": parent_seq,
-        "depth": facts.depth,
-        "type": str(entry.get("type")),
-        "role": role if isinstance(role, str) else None,
-        "timestamp": entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else "",
-        "payload": entry,
-        "ctx_depth": facts.ctx_depth,
-        "compaction_seq": facts.compaction_seq,
-        "model_seq": facts.model_seq,
-        "thinking_seq": facts.thinking_seq,
-    }
+ENTRY_COLUMNS = (
+    "session_id", "seq", "entry_id", "parent_id", "parent_seq", "depth", "type", "role", "timestamp", "payload",
+    "ctx_depth", "compaction_seq", "model_seq", "thinking_seq",
+)
+"""The ``entries`` columns in the order of :func:`entry_values`."""
+
+
+def entry_values(
+    session_id: str, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None, payload: str
+) -> tuple[Any, ...]:
+    """An ``entries`` row (columns as :data:`ENTRY_COLUMNS`); ``payload`` is the entry's stored JSON text."""
+    kind = entry.get("type")
+    role = None
+    if kind == "message":
+        message = entry.get("message")
+        role = message.get("role") if isinstance(message, dict) else None
+    timestamp = entry.get("timestamp")
+    return (
+        session_id,
+        facts.seq,
+        entry["id"],
+        entry.get("parentId"),
+        parent_seq,
+        facts.depth,
+        str(kind),
+        role if isinstance(role, str) else None,
+        timestamp if isinstance(timestamp, str) else "",
+        payload,
+        facts.ctx_depth,
+        facts.compaction_seq,
+        facts.model_seq,
+        facts.thinking_seq,
+    )
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -179,19 +193,45 @@ class TreeIndex:
         return depth if node == target else None
 
     def add(self, entry: dict[str, Any]) -> tuple[NodeFacts, int | None]:
-        """Index ``entry`` (its parent already indexed); returns its facts and its parent's seq."""
+        """Index ``entry`` (its parent already indexed); returns its facts and its parent's seq.
+
+        The same facts as :func:`facts_for`, computed on the arrays (no intermediate objects: this
+        runs once per entry of an import)."""
         parent_id = entry["parentId"]
-        parent_seq = None if parent_id is None else self.seq_of[parent_id]
-        parent = None if parent_seq is None else self.facts(parent_seq)
-        seq = len(self._parent)
-        kept = self.kept_depth(entry.get("firstKeptEntryId"), parent_seq) if entry["type"] == "compaction" else None
-        facts = facts_for(entry, seq, parent, kept)
-        self.seq_of[entry["id"]] = seq
         none = self.NONE
+        seq = len(self._parent)
+        kind = entry["type"]
+        if parent_id is None:
+            parent_seq = None
+            depth = ctx_depth = 0
+            compaction = model = thinking = none
+        else:
+            parent_seq = self.seq_of[parent_id]
+            depth = self._depth[parent_seq] + 1
+            ctx_depth = self._ctx_depth[parent_seq]
+            compaction = self._compaction[parent_seq]
+            model = self._model[parent_seq]
+            thinking = self._thinking[parent_seq]
+        if kind == "compaction":
+            kept = self.kept_depth(entry.get("firstKeptEntryId"), parent_seq)
+            ctx_depth = kept if kept is not None else depth
+            compaction = seq
+        elif kind == "thinking_level_change":
+            thinking = seq
+        if sets_model(entry):
+            model = seq
+        self.seq_of[entry["id"]] = seq
         self._parent.append(none if parent_seq is None else parent_seq)
-        self._depth.append(facts.depth)
-        self._ctx_depth.append(facts.ctx_depth)
-        self._compaction.append(none if facts.compaction_seq is None else facts.compaction_seq)
-        self._model.append(none if facts.model_seq is None else facts.model_seq)
-        self._thinking.append(none if facts.thinking_seq is None else facts.thinking_seq)
-        return facts, parent_seq
+        self._depth.append(depth)
+        self._ctx_depth.append(ctx_depth)
+        self._compaction.append(compaction)
+        self._model.append(model)
+        self._thinking.append(thinking)
+        return NodeFacts(
+            seq,
+            depth,
+            ctx_depth,
+            None if compaction == none else compaction,
+            None if model == none else model,
+            None if thinking == none else thinking,
+        ), parent_seq

@@ -35,11 +35,17 @@ class RawTx:
         self.cursor = cursor
         self.dialect = dialect
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> None:
-        self.cursor.execute(_translate(sql, self.dialect), params or {})
+    def execute(self, sql: str, params: dict[str, Any] | tuple[Any, ...] | None = None) -> None:
+        """``params``: a dict for ``:name`` parameters, or a tuple for SQL written for this dialect's
+        positional style (``?`` on SQLite, ``%s`` on PostgreSQL)."""
+        if isinstance(params, tuple):
+            self.cursor.execute(sql, params)
+        else:
+            self.cursor.execute(_translate(sql, self.dialect), params or {})
 
-    def executemany(self, sql: str, rows: list[dict[str, Any]]) -> None:
-        self.cursor.executemany(_translate(sql, self.dialect), rows)
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """Rows of positional parameters (SQL written for this dialect's style, as ``execute``)."""
+        self.cursor.executemany(sql, rows)
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         self.cursor.execute(_translate(sql, self.dialect), params or {})
@@ -75,9 +81,10 @@ def _driver_errors(dialect: str) -> tuple[type[BaseException], ...]:
 
 
 @contextmanager
-def raw_write(engine: Engine, *, write: bool = True) -> Iterator[RawTx]:
+def raw_write(engine: Engine, *, write: bool = True, foreign_keys: bool = True) -> Iterator[RawTx]:
     """A transaction on a pooled driver connection; committed on success, rolled back on error.
     ``write=False``: a read transaction (one consistent snapshot for its statements).
+    ``foreign_keys=False``: SQLite does not check foreign keys in this transaction (the caller checks).
 
     Driver errors become :class:`StoreError` (the driver's error chained)."""
     dialect = engine.dialect.name
@@ -90,6 +97,8 @@ def raw_write(engine: Engine, *, write: bool = True) -> Iterator[RawTx]:
         cursor = raw.cursor()
         try:
             if dialect == "sqlite":
+                if not foreign_keys:
+                    cursor.execute("PRAGMA foreign_keys = OFF")  # only outside a transaction
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             # PostgreSQL writes run in pipeline mode: a statement whose result is not read is sent
             # without waiting, so an append costs two round trips (the locking read, then the
@@ -102,6 +111,8 @@ def raw_write(engine: Engine, *, write: bool = True) -> Iterator[RawTx]:
             raw.rollback()
             raise
         finally:
+            if dialect == "sqlite" and not foreign_keys:
+                cursor.execute("PRAGMA foreign_keys = ON")
             cursor.close()
     except errors as exc:
         raise StoreError(f"database {'refused the write' if write else 'error'}: {exc}") from exc
