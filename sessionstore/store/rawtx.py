@@ -81,10 +81,15 @@ def _driver_errors(dialect: str) -> tuple[type[BaseException], ...]:
 
 
 @contextmanager
-def raw_write(engine: Engine, *, write: bool = True, foreign_keys: bool = True) -> Iterator[RawTx]:
+def raw_write(
+    engine: Engine, *, write: bool = True, foreign_keys: bool = True, pipeline: bool = False
+) -> Iterator[RawTx]:
     """A transaction on a pooled driver connection; committed on success, rolled back on error.
     ``write=False``: a read transaction (one consistent snapshot for its statements).
     ``foreign_keys=False``: SQLite does not check foreign keys in this transaction (the caller checks).
+    ``pipeline``: PostgreSQL sends statements whose results are not read without waiting for them
+    (an append then costs two round trips: its locking read, then the writes with COMMIT); a failed
+    write surfaces at COMMIT. Not for COPY.
 
     Driver errors become :class:`StoreError` (the driver's error chained)."""
     dialect = engine.dialect.name
@@ -100,11 +105,8 @@ def raw_write(engine: Engine, *, write: bool = True, foreign_keys: bool = True) 
                 if not foreign_keys:
                     cursor.execute("PRAGMA foreign_keys = OFF")  # only outside a transaction
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            # PostgreSQL writes run in pipeline mode: a statement whose result is not read is sent
-            # without waiting, so an append costs two round trips (the locking read, then the
-            # writes with COMMIT) instead of one per statement. A failed write surfaces at COMMIT.
             driver: Any = raw.driver_connection
-            with driver.pipeline() if write and dialect == "postgresql" else nullcontext():
+            with driver.pipeline() if pipeline and write and dialect == "postgresql" else nullcontext():
                 yield RawTx(cursor, dialect)
                 raw.commit()
         except BaseException:

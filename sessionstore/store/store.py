@@ -302,7 +302,6 @@ class EntryStore:
         index = TreeIndex(shared_ids)
         stats = SessionStats()
         last_id: str | None = None
-        insert_sql = self._insert_sql
         # SQLite checks no foreign key here: the session row comes first in this transaction and every
         # parent is checked above (before its child, in this session); the two index probes per row
         # cost about a tenth of an import. PostgreSQL keeps its checks.
@@ -326,7 +325,7 @@ class EntryStore:
                 payload = text if text is not None else self._payload(entry)
                 batch.append(entry_values(session_id, entry, facts, parent_seq, payload))
                 if len(batch) >= INSERT_BATCH:
-                    tx.executemany(insert_sql, batch)
+                    self._insert_rows(tx, batch)
                     if self.dialect == "postgresql" and len(index) == INSERT_BATCH:
                         # Without statistics PostgreSQL checks each parent key by scanning the
                         # session's rows, which makes a large import quadratic.
@@ -335,7 +334,7 @@ class EntryStore:
                     if progress is not None:
                         progress()
             if batch:
-                tx.executemany(insert_sql, batch)
+                self._insert_rows(tx, batch)
             if progress is not None:
                 progress()
             leaf = last_id
@@ -579,7 +578,7 @@ class EntryStore:
         parent_id: str | _Unset | None,
         check: Callable[[RawTx, Json, SessionHead], None] | None,
     ) -> None:
-        with raw_write(self.engine) as tx:
+        with raw_write(self.engine, pipeline=True) as tx:
             head = self._head(tx, session_id, lock=True)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
@@ -620,6 +619,16 @@ class EntryStore:
         tx.execute("UPDATE sessions SET deleting = TRUE WHERE id = :sid", {"sid": session_id})
         tx.execute("DELETE FROM entries WHERE session_id = :sid", {"sid": session_id})
         tx.execute("DELETE FROM sessions WHERE id = :sid", {"sid": session_id})
+
+    def _insert_rows(self, tx: RawTx, rows: list[tuple[Any, ...]]) -> None:
+        """Bulk insert of :func:`entry_values` rows: ``executemany`` on SQLite, ``COPY`` on PostgreSQL
+        (about twice as fast as its pipelined ``executemany``)."""
+        if self.dialect != "postgresql":
+            tx.executemany(self._insert_sql, rows)
+            return
+        with tx.cursor.copy(f"COPY entries ({', '.join(ENTRY_COLUMNS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
     @property
     def _insert_sql(self) -> str:
