@@ -35,13 +35,25 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
     assert {"entries_append_only_update", "entries_append_only_delete"} <= triggers
 
 
-def test_the_migrated_schema_matches_the_code_schema(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'm.db'}"
-    SessionStore(url).close()
-    engine = make_engine(url)
+def test_the_migrated_schema_matches_the_code_schema(db_url: str) -> None:
+    SessionStore(db_url).close()
+    engine = make_engine(db_url)
     inspector = inspect(engine)
     for table in metadata.sorted_tables:
         assert {c["name"] for c in inspector.get_columns(table.name)} == {c.name for c in table.columns}
+        indexes = [i for i in inspector.get_indexes(table.name) if not i.get("duplicates_constraint")]
+        assert {(i["name"], tuple(i["column_names"])) for i in indexes} == {
+            (i.name, tuple(c.name for c in i.columns)) for i in table.indexes
+        }
+        assert {
+            (fk["name"], tuple(fk["constrained_columns"]), fk["referred_table"], tuple(fk["referred_columns"]))
+            for fk in inspector.get_foreign_keys(table.name)
+        } == {
+            (fk.name, tuple(fk.column_keys), fk.referred_table.name, tuple(e.column.name for e in fk.elements))
+            for fk in table.foreign_key_constraints
+        }
+        checks = {c["name"] for c in inspector.get_check_constraints(table.name)}
+        assert checks == {c.name for c in table.constraints if c.__class__.__name__ == "CheckConstraint"}
     engine.dispose()
 
 
@@ -220,3 +232,33 @@ def test_sessions_written_before_revision_0003_get_their_leaf_facts_on_upgrade(t
         context = store.context("s1")
         assert context.model == {"provider": "anthropic", "modelId": "opus"}
         assert [m["role"] for m in context.messages] == ["user", "assistant"]
+
+
+def test_revision_0004_moves_the_parent_link_to_parent_seq_and_back_keeping_every_entry(db_url: str) -> None:
+    from alembic import command
+
+    from tests.paths import PI_FILES
+
+    with SessionStore(db_url) as store:
+        sid = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+        path = store.path(sid)
+    engine = make_engine(db_url)
+    config = migrate.alembic_config()
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0003")
+        names = {i["name"] for i in inspect(engine).get_indexes("entries")}
+        assert "ix_entries_parent" in names and "ix_entries_children" not in names
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == SCHEMA_REVISION
+    finally:
+        engine.dispose()
+    with SessionStore(db_url) as store:
+        assert store.path(sid) == path
+        reply = store.append_message(sid, {"role": "user", "content": "after the round trip", "timestamp": 1})
+        assert store.path(sid)[-1]["id"] == reply and store.path(sid)[-2] == path[-1]
+        assert [c["id"] for c in store.children(sid, path[-1]["id"])] == [reply]
+        store.delete_session(sid)
+        assert store.list_sessions() == []

@@ -19,6 +19,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    CheckConstraint,
     Column,
     ForeignKeyConstraint,
     Index,
@@ -31,7 +32,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
@@ -69,6 +70,7 @@ sessions = Table(
     Column("first_message", Text),
     Column("modified_ms", BigInteger),
     Column("deleting", Boolean, nullable=False),
+    Index("ix_sessions_cwd", "cwd"),
 )
 
 entries = Table(
@@ -91,6 +93,13 @@ entries = Table(
     PrimaryKeyConstraint("session_id", "seq"),
     UniqueConstraint("session_id", "entry_id"),
     ForeignKeyConstraint(["session_id"], ["sessions.id"]),
-    ForeignKeyConstraint(["session_id", "parent_id"], ["entries.session_id", "entries.entry_id"]),
-    Index("ix_entries_parent", "parent_id", "session_id"),
+    # The parent link the database checks is parent_seq (the parent's primary key); parent_id is the
+    # same parent's id, kept as data. The index serves children() and the foreign key.
+    ForeignKeyConstraint(["session_id", "parent_seq"], ["entries.session_id", "entries.seq"]),
+    Index("ix_entries_children", "session_id", "parent_seq"),
+    CheckConstraint(
+        "(parent_id IS NULL AND parent_seq IS NULL)"
+        " OR (parent_id IS NOT NULL AND parent_seq IS NOT NULL AND parent_seq < seq)",
+        name="ck_entries_parent_link",
+    ),
 )

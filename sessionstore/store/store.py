@@ -439,10 +439,9 @@ class EntryStore:
             self._session_row(conn, session_id)
             cond: ColumnElement[bool]
             if entry_id is None:
-                cond = entries.c.parent_id.is_(None)
+                cond = entries.c.parent_seq.is_(None)
             else:
-                self._seq_of(conn, session_id, entry_id)
-                cond = entries.c.parent_id == entry_id
+                cond = entries.c.parent_seq == self._seq_of(conn, session_id, entry_id)
             return [
                 p
                 for (p,) in conn.execute(

@@ -211,13 +211,29 @@ def test_the_database_refuses_raw_update_and_delete_of_entries(store: SessionSto
     assert store.count_entries(sid) == 1
 
 
+_RAW_ENTRY = (
+    "INSERT INTO entries (session_id, seq, entry_id, parent_id, parent_seq, depth, type, timestamp, payload,"
+    " ctx_depth) VALUES (:s, 5, 'x', :p, :ps, 1, 'message', '', '{}', 0)"
+)
+
+
 def test_the_database_refuses_a_parent_from_another_session(store: SessionStore, sid: str) -> None:
     a = store.append_message(sid, user("a"))
     other = store.create_session(cwd="/w")
     with pytest.raises(Exception, match=r"(?i)foreign key"), store.engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO entries (session_id, seq, entry_id, parent_id, depth, type, timestamp, payload, ctx_depth)"
-            " VALUES (:s, 0, 'x', :p, 1, 'message', '', '{}', 0)"), {"s": other, "p": a})
+        conn.execute(text(_RAW_ENTRY), {"s": other, "p": a, "ps": 0})
+
+
+@pytest.mark.parametrize("parent", [("x", None), (None, 0), ("x", 7), ("x", 8)])
+def test_the_database_refuses_a_row_that_names_its_parent_by_id_or_seq_alone_or_not_before_it(
+    store: SessionStore, sid: str, parent: tuple[str | None, int | None]
+) -> None:
+    for content in "abcdefg":  # seq 0..6
+        store.append_message(sid, user(content))
+    row = _RAW_ENTRY.replace("VALUES (:s, 5,", "VALUES (:s, 7,")
+    with pytest.raises(Exception, match=r"(?i)check constraint|ck_entries_parent_link"), store.engine.begin() as conn:
+        conn.execute(text(row), {"s": sid, "p": parent[0], "ps": parent[1]})
+    assert store.count_entries(sid) == 7
 
 
 def test_creating_a_session_twice_is_refused(store: SessionStore) -> None:
