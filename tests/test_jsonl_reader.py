@@ -269,6 +269,33 @@ def test_dump_line_writes_what_json_stringify_writes(value: Any, js: bytes) -> N
     assert dump_line(value) == js + b"\n"
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_dump_line_agrees_with_the_text_scan_it_replaced_on_random_documents(seed: int) -> None:
+    """dump_line finds floats by walking the value; the fallback path scans the text instead. The two
+    must agree, including on strings that look like numbers and floats nested anywhere."""
+    import random
+
+    import orjson
+
+    from sessionstore.wire.jsonl import _to_js_numbers
+
+    rnd = random.Random(seed)
+    leaves: list[Any] = [-1e-7, 1e21, 1e16, 5e-324, -0.0, 123456789012345.0, 7, True, None, "", "q\"",
+                         'x":1e-7,', "\\", "1.0]", ":5.0,", "[1e-9]", "日本1e+5"]
+
+    def value(depth: int = 0) -> Any:
+        roll = rnd.random()
+        if depth > 3 or roll < 0.35:
+            return rnd.choice([*leaves, rnd.random() * 10 ** rnd.randint(-12, 25), float(rnd.randint(-5, 5))])
+        if roll < 0.65:
+            return [value(depth + 1) for _ in range(rnd.randint(0, 4))]
+        return {rnd.choice(["a", "1.0,", '"', ":2.0}"]) + str(i): value(depth + 1) for i in range(rnd.randint(0, 4))}
+
+    for _ in range(2_000):
+        doc = {"k": value()}
+        assert dump_line(doc) == _to_js_numbers(orjson.dumps(doc)) + b"\n", doc
+
+
 def test_write_session_file_writes_the_header_then_one_entry_per_line_and_counts_entries() -> None:
     out = io.BytesIO()
     count = write_session_file({"type": "session", "id": "s"}, iter([{"id": "a"}, {"id": "b"}]), out)
