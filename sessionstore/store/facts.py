@@ -153,12 +153,14 @@ class TreeIndex:
     def __init__(self, seq_of: dict[str, int] | None = None) -> None:
         # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it.
         self.seq_of: dict[str, int] = {} if seq_of is None else seq_of
-        self._parent = array("q")
-        self._depth = array("q")
-        self._ctx_depth = array("q")
-        self._compaction = array("q")
-        self._model = array("q")
-        self._thinking = array("q")
+        # 32-bit cells: 24 bytes per entry (a 1 GB import has about a million entries); a session of
+        # more than 2**31 - 1 entries cannot be imported.
+        self._parent = array("i")
+        self._depth = array("i")
+        self._ctx_depth = array("i")
+        self._compaction = array("i")
+        self._model = array("i")
+        self._thinking = array("i")
 
     def __len__(self) -> int:
         return len(self._parent)
