@@ -112,6 +112,13 @@ _UPDATE_HEAD = (
     f"UPDATE sessions SET {_SET_LEAF}, entry_count = :entry_count, message_count = :message_count, name = :name,"
     " first_message = :first_message, modified_ms = :modified_ms WHERE id = :sid"
 )
+_UPDATE_HEAD_COUNTS = (
+    f"UPDATE sessions SET {_SET_LEAF}, entry_count = :entry_count, message_count = :message_count,"
+    " modified_ms = :modified_ms WHERE id = :sid"
+)
+"""``_UPDATE_HEAD`` for an append that changed neither the name nor the first message: those text
+columns are not rewritten (a long first prompt would otherwise be copied, and on PostgreSQL
+compressed into TOAST again, by every append)."""
 
 
 def _leaf_columns(leaf_id: str | None, facts: NodeFacts | None) -> Json:
@@ -608,10 +615,13 @@ class EntryStore:
             if entry["type"] == "compaction" and parent_facts is not None:
                 kept_depth = self._kept_depth(tx, session_id, entry.get("firstKeptEntryId"), parent_facts.seq)
             facts = facts_for(entry, seq, parent_facts, kept_depth)
+            texts_before = (head.stats.name, head.stats.first_message)
             head.stats.add(entry)
+            texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             parent_seq = None if parent_facts is None else parent_facts.seq
             tx.execute(self._insert_sql, entry_values(session_id, entry, facts, parent_seq, self._payload(entry)))
-            tx.execute(_UPDATE_HEAD, {"sid": session_id, **_leaf_columns(entry["id"], facts), **head.stats.columns()})
+            tx.execute(_UPDATE_HEAD if texts_changed else _UPDATE_HEAD_COUNTS,
+                       {"sid": session_id, **_leaf_columns(entry["id"], facts), **head.stats.columns()})
 
     def _payload(self, entry: Json) -> str:
         """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""

@@ -187,6 +187,30 @@ def test_list_sessions_gives_listing_fields_newest_first_and_filters_by_cwd(stor
     assert [i.id for i in store.list_sessions(cwd="/a")] == [old]
 
 
+def test_listing_columns_follow_appends_that_change_them_and_keep_them_otherwise(store: SessionStore) -> None:
+    """Appends rewrite the name and first-message columns only when they change (the others always)."""
+    sid = store.create_session(cwd="/w")
+    long_prompt = "first " + "x" * 20_000
+
+    def listed() -> tuple[str | None, str | None, int, int]:
+        info = store.session(sid)
+        return info.name, info.first_message, info.message_count, info.entry_count
+
+    store.append_message(sid, assistant("before any user message"))
+    assert listed() == (None, None, 1, 1)
+    store.append_message(sid, user(long_prompt))
+    assert listed() == (None, long_prompt, 2, 2)
+    store.append_session_info(sid, "  named  ")
+    store.append_message(sid, user("second"))
+    store.append_model_change(sid, provider="p", model_id="m")
+    assert listed() == ("named", long_prompt, 3, 5)
+    store.append_session_info(sid, "renamed")
+    store.append_message(sid, assistant("reply"))
+    assert listed() == ("renamed", long_prompt, 4, 7)
+    store.append_session_info(sid, "   ")
+    assert listed() == (None, long_prompt, 4, 8)
+
+
 def test_delete_session_removes_everything_in_one_go(store: SessionStore, sid: str) -> None:
     store.append_message(sid, user("a"))
     other = store.create_session(cwd="/w")
