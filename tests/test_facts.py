@@ -55,3 +55,15 @@ def test_tree_index_gives_the_facts_appends_give(seed: int) -> None:
         facts[entry["id"]] = expected
         parents[entry["id"]] = entry["parentId"]
         ids.append(entry["id"])
+
+
+def test_a_compaction_that_keeps_from_itself_starts_its_context_at_itself() -> None:
+    """The reader announces an entry's id before the index adds it (a shared dict): a compaction whose
+    firstKeptEntryId is its own id must not be looked up as an earlier entry."""
+    shared: dict[str, int] = {}
+    index = TreeIndex(shared)
+    shared["u"] = 0
+    index.add({"type": "message", "id": "u", "parentId": None, "message": {"role": "user", "content": "x"}})
+    shared["c"] = 1
+    facts, _ = index.add({"type": "compaction", "id": "c", "parentId": "u", "firstKeptEntryId": "c"})
+    assert facts == NodeFacts(1, 1, 1, 1, None, None)

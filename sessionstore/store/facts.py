@@ -186,7 +186,8 @@ class TreeIndex:
     def kept_depth(self, first_kept: Any, parent_seq: int | None) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
         target = self.seq_of.get(first_kept) if isinstance(first_kept, str) else None
-        if target is None or parent_seq is None:
+        if target is None or target >= len(self._parent) or parent_seq is None:
+            # (a shared seq_of may already hold the entry being added: a compaction naming itself)
             return None
         depth = self._depth[target]
         node = parent_seq
