@@ -597,7 +597,7 @@ class EntryStore:
         parent_id: str | _Unset | None,
         check: Callable[[RawTx, Json, SessionHead], None] | None,
     ) -> None:
-        with raw_write(self.engine, batched=True) as tx:
+        with raw_write(self.engine, pipeline=True) as tx:
             head = self._head(tx, session_id, lock=True)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)

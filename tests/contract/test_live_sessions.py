@@ -281,6 +281,58 @@ def test_export_records_a_leaf_that_is_not_the_last_entry_and_import_restores_it
         assert "leafId" not in other.header(sid)
 
 
+def test_an_export_is_one_snapshot_even_when_an_append_lands_during_it(
+    store: SessionStore, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header's leafId and the entries come from the same moment (PostgreSQL reads run as
+    REPEATABLE READ; SQLite's read transaction sees one WAL snapshot)."""
+    import json
+
+    from sessionstore.store.store import EntryStore
+
+    a = store.append_message(sid, user("a"))
+    b = store.append_message(sid, assistant("b"))
+    store.branch(sid, a)  # the leaf is not the last entry: the header names it
+    other = SessionStore(store.url)
+    original = EntryStore._head
+    landed: list[str] = []
+
+    def head_then_append(self: EntryStore, tx: object, session_id: str, *, lock: bool) -> object:
+        result = original(self, tx, session_id, lock=lock)  # type: ignore[arg-type]
+        if not lock and not landed:
+            landed.append(other.append_message(sid, user("c")))  # a child of the leaf: the new leaf and last
+        return result
+
+    monkeypatch.setattr(EntryStore, "_head", head_then_append)
+    try:
+        out = io.BytesIO()
+        assert store.export_jsonl(sid, out) == 2
+    finally:
+        monkeypatch.undo()
+        other.close()
+    lines = out.getvalue().splitlines()
+    assert json.loads(lines[0])["leafId"] == a
+    assert [json.loads(line)["id"] for line in lines[1:]] == [a, b]
+    assert landed and store.leaf(sid) == landed[0]
+
+
+def test_a_file_whose_compaction_keeps_from_itself_imports_and_resumes_from_the_summary(store: SessionStore) -> None:
+    lines = [
+        b'{"type":"session","version":3,"id":"selfkept","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}',
+        b'{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        b'"message":{"role":"user","content":"old","timestamp":1}}',
+        b'{"type":"compaction","id":"c1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z",'
+        b'"summary":"the summary","firstKeptEntryId":"c1","tokensBefore":10}',
+        b'{"type":"message","id":"u2","parentId":"c1","timestamp":"2025-01-01T00:00:03.000Z",'
+        b'"message":{"role":"user","content":"new","timestamp":3}}',
+    ]
+    assert store.import_jsonl(io.BytesIO(b"\n".join(lines) + b"\n")).entries == 3
+    context = store.context("selfkept")
+    assert [m["role"] for m in context.messages] == ["compactionSummary", "user"]
+    assert context.messages[1]["content"] == "new"
+    assert context.messages == build_session_context(store.path("selfkept")).messages
+
+
 def test_export_of_an_empty_session_is_its_header_line(store: SessionStore, sid: str) -> None:
     out = io.BytesIO()
     assert store.export_jsonl(sid, out) == 0
