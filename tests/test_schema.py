@@ -19,7 +19,8 @@ from sessionstore.errors import SchemaError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION, metadata
-from tests.conftest import PG_URL, _admin_url, drop_pg_database
+from sessionstore.wire import dump_line
+from tests.conftest import PG_URL, _admin_url, drop_pg_database, fresh_pg_database
 
 
 def test_the_code_needs_the_head_revision_of_the_migrations() -> None:
@@ -159,7 +160,7 @@ def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_
         migrate.upgrade(engine, "0001")
         header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
         user = {"type": "message", "id": "a1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
-                "message": {"role": "user", "content": "hi", "timestamp": 1}}
+                "message": {"role": "user", "content": "hi, a: b", "timestamp": 1, "x": [1e-7, 2.5, 1e21, 3.0]}}
         with engine.begin() as conn:
             conn.execute(
                 text("INSERT INTO sessions (id, version, cwd, created, header, leaf_id, leaf_seq, entry_count,"
@@ -187,6 +188,11 @@ def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_
             out = io.BytesIO()
             assert store.export_jsonl("s1", out) == 1
             assert [json.loads(line) for line in out.getvalue().splitlines()] == [header, user]
+            # The entry written through jsonb is stored again as pi writes lines (compact, JS numbers),
+            # in the key order jsonb kept.
+            line = out.getvalue().splitlines()[1]
+            assert line == dump_line(json.loads(line))[:-1]
+            assert b'"x":[1e-7,2.5,1e+21,3]' in line and b'"content":"hi, a: b"' in line
             appended = store.append_message("s1", {"role": "user", "content": "again", "timestamp": 2})
             assert [e["id"] for e in store.path("s1")] == ["a1", appended]
     finally:
@@ -262,3 +268,31 @@ def test_revision_0004_moves_the_parent_link_to_parent_seq_and_back_keeping_ever
         assert [c["id"] for c in store.children(sid, path[-1]["id"])] == [reply]
         store.delete_session(sid)
         assert store.list_sessions() == []
+
+
+@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+def test_going_back_to_jsonb_is_refused_naming_the_entries_that_hold_a_nul(pg_template: str) -> None:
+    name, db_url = fresh_pg_database(pg_template)
+    try:
+        _refused_downgrade(db_url)
+    finally:
+        drop_pg_database(name)
+
+
+def _refused_downgrade(db_url: str) -> None:
+    from alembic import command
+
+    with SessionStore(db_url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, {"role": "user", "content": "a \\u0000 that is only text", "timestamp": 1})
+        bad = store.append_message(sid, {"role": "user", "content": "binary\x00output", "timestamp": 2})
+    engine = make_engine(db_url)
+    config = migrate.alembic_config()
+    try:
+        with pytest.raises(RuntimeError, match=f"1 payload.*{sid}/{bad}"), engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0001")
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == SCHEMA_REVISION
+    finally:
+        engine.dispose()
