@@ -21,6 +21,10 @@ one ``executemany`` (PostgreSQL: ``COPY``, payload ``json`` as in the store), in
 ``INSERT`` + ``commit()``). The store's time includes everything ``append_message`` does (message
 validation, leaf lookup, id generation, entry validation, facts, insert, session row update, commit).
 
+A third side on SQLite, ``schema``, runs the store's own statements for each append (head read, entry
+insert, session update, commit) raw with ``sqlite3`` on a copy of the store's database: its ratio to
+the floor is the ceiling of the store's ratio before any Python runs.
+
 Printed per run: appends/s (appends / summed latencies), p50 and p99 latency of the timed appends
 (after 20 warm-up appends on each side) and ratio = store appends/s / floor appends/s.
 
@@ -70,6 +74,8 @@ from _common import (
 )
 
 from sessionstore.api import SessionStore
+from sessionstore.store.facts import ENTRY_COLUMNS
+from sessionstore.store.store import _HEAD, _UPDATE_HEAD_COUNTS
 
 Json = dict[str, Any]
 Row = tuple[str, int, str, str | None, str]
@@ -91,6 +97,10 @@ _FLOOR_DDL_PG = (
     "CREATE UNIQUE INDEX ix_floor_entry_id ON entries (session_id, entry_id)",
 )
 _FLOOR_INSERT_SQLITE = "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (?, ?, ?, ?, ?)"
+_INSERT_ENTRY_SQLITE = (
+    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
+)
+"""The store's entry insert (its ``_insert_sql`` on SQLite), for the schema side."""
 _FLOOR_INSERT_PG = (
     "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (%s, %s, %s, %s, %s::json)"
 )
@@ -124,10 +134,16 @@ class Result:
     history: int
     store: Stats
     floor: Stats
+    schema: Stats | None = None
 
     @property
     def ratio(self) -> float:
         return self.store.rate / self.floor.rate
+
+    @property
+    def schema_ratio(self) -> float | None:
+        """How close the store's own statements, run raw, come to the floor (the store's ceiling)."""
+        return None if self.schema is None else self.schema.rate / self.floor.rate
 
     @property
     def label(self) -> str:
@@ -167,41 +183,39 @@ class Lane:
     store_append: Callable[[Json], object]
     floor_insert: Callable[[Row], object]
     rows: list[Row]
+    schema_insert: Callable[[int], object] | None = None
+    """SQLite: the store's own statements for append ``i``, run raw on a copy of the store's database."""
     store_s: list[float] = field(default_factory=list)
     floor_s: list[float] = field(default_factory=list)
+    schema_s: list[float] = field(default_factory=list)
 
 
 def interleave(lanes: list[Lane], messages: list[Json]) -> None:
     """Warm up every lane, then append message by message to every lane in turn (the lane that goes
-    first rotates, and so does whether the store or the floor goes first), so that all history sizes
-    and both sides of one setting see the same machine (disk and CPU noise, checkpoints of others)."""
+    first rotates, and so does which side goes first), so that all history sizes and all sides of one
+    setting see the same machine (disk and CPU noise, checkpoints of others)."""
     for lane in lanes:
         for i in range(WARMUP):
             lane.store_append(messages[i])
             lane.floor_insert(lane.rows[i])
+            if lane.schema_insert is not None:
+                lane.schema_insert(i)
     clock = time.perf_counter
     gc.collect()
     for i in range(WARMUP, len(messages)):
-        message = messages[i]
         k = i % len(lanes)
         for lane in lanes[k:] + lanes[:k]:
-            row = lane.rows[i]
-            if i % 2:
+            sides: list[tuple[Callable[[], object], list[float]]] = [
+                (partial(lane.store_append, messages[i]), lane.store_s),
+                (partial(lane.floor_insert, lane.rows[i]), lane.floor_s),
+            ]
+            if lane.schema_insert is not None:
+                sides.append((partial(lane.schema_insert, i), lane.schema_s))
+            j = i % len(sides)
+            for run, seconds in sides[j:] + sides[:j]:
                 t0 = clock()
-                lane.store_append(message)
-                t1 = clock()
-                lane.floor_insert(row)
-                t2 = clock()
-                lane.store_s.append(t1 - t0)
-                lane.floor_s.append(t2 - t1)
-            else:
-                t0 = clock()
-                lane.floor_insert(row)
-                t1 = clock()
-                lane.store_append(message)
-                t2 = clock()
-                lane.floor_s.append(t1 - t0)
-                lane.store_s.append(t2 - t1)
+                run()
+                seconds.append(clock() - t0)
 
 
 def check_count(store: SessionStore, session_id: str, expected: int) -> None:
@@ -273,6 +287,31 @@ def _sqlite_insert(conn: sqlite3.Connection, row: Row) -> None:
     conn.execute("COMMIT")
 
 
+def _schema_insert(conn: sqlite3.Connection, statements: list[tuple[tuple[Any, ...], Json]], sid: str, i: int) -> None:
+    """The statements ``append_message`` runs (head read, entry insert, session update), raw."""
+    values, head = statements[i]
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(_HEAD, {"sid": sid}).fetchone()
+    conn.execute(_INSERT_ENTRY_SQLITE, values)
+    conn.execute(_UPDATE_HEAD_COUNTS, head)
+    conn.execute("COMMIT")
+
+
+def schema_statements(rows: list[Row]) -> list[tuple[tuple[Any, ...], Json]]:
+    """For each floor row (same entry, same payload text): the store's entry row and session update,
+    as the store computes them for a linear chain of user and assistant messages."""
+    out: list[tuple[tuple[Any, ...], Json]] = []
+    for sid, seq, entry_id, parent, payload in rows:
+        parent_seq = None if parent is None else seq - 1
+        values = (sid, seq, entry_id, parent, parent_seq, seq, "message", "user", FLOOR_TS, payload, 0, None, None,
+                  None)
+        head = {"sid": sid, "leaf_id": entry_id, "leaf_seq": seq, "leaf_depth": seq, "leaf_ctx_depth": 0,
+                "leaf_compaction_seq": None, "leaf_model_seq": None, "leaf_thinking_seq": None,
+                "entry_count": seq + 1, "message_count": seq + 1, "modified_ms": 0}
+        out.append((values, head))
+    return out
+
+
 def run_sqlite(workdir: Path, templates: dict[int, Template], durability: str, messages: list[Json]) -> list[Result]:
     """All history sizes under one ``synchronous`` setting, on copies of the templates."""
     lanes: list[Lane] = []
@@ -281,29 +320,40 @@ def run_sqlite(workdir: Path, templates: dict[int, Template], durability: str, m
         for history, tpl in templates.items():
             store_db = workdir / f"run-store-h{history}-{durability}.db"
             floor_db = workdir / f"run-floor-h{history}-{durability}.db"
-            stack.callback(remove_sqlite, store_db)
-            stack.callback(remove_sqlite, floor_db)
+            schema_db = workdir / f"run-schema-h{history}-{durability}.db"
+            for db in (store_db, floor_db, schema_db):
+                stack.callback(remove_sqlite, db)
             shutil.copyfile(tpl.store_db, store_db)
             shutil.copyfile(tpl.floor_db, floor_db)
+            shutil.copyfile(tpl.store_db, schema_db)
+            schema_conn = sqlite3.connect(schema_db, isolation_level=None)
+            stack.callback(schema_conn.close)
+            sqlite_pragmas(schema_conn, durability)
+            schema_conn.execute("PRAGMA foreign_keys = ON")
             store = SessionStore(f"sqlite:///{store_db}", durability=durability)  # type: ignore[arg-type]
             stack.callback(store.close)
             conn = sqlite3.connect(floor_db, isolation_level=None)
             stack.callback(conn.close)
             sqlite_pragmas(conn, durability)
             stores.append((store, tpl.session_id, history))
+            rows = append_rows(tpl.session_id, history, messages)
             lanes.append(
                 Lane(
                     history,
                     partial(store.append_message, tpl.session_id),
                     partial(_sqlite_insert, conn),
-                    append_rows(tpl.session_id, history, messages),
+                    rows,
+                    partial(_schema_insert, schema_conn, schema_statements(rows), tpl.session_id),
                 )
             )
         interleave(lanes, messages)
         for store, sid, history in stores:
             check_count(store, sid, history + len(messages))
     setting = durability.upper()
-    return [Result("sqlite", setting, ln.history, Stats.of(ln.store_s), Stats.of(ln.floor_s)) for ln in lanes]
+    return [
+        Result("sqlite", setting, ln.history, Stats.of(ln.store_s), Stats.of(ln.floor_s), Stats.of(ln.schema_s))
+        for ln in lanes
+    ]
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
@@ -385,9 +435,14 @@ def print_report(results: list[Result], appends: int) -> None:
         f"rate = appends / summed latency; p50/p99/max over the timed appends (after {WARMUP} warm-up appends);"
         " ratio = store rate / floor rate; postgresql databases primed unless marked 'unprimed'"
     )
+    print(
+        "schema (sqlite) = the store's own statements for each append (head read, entry insert, session update,"
+        " commit) run raw with sqlite3 on a copy of the store's database; schema ratio = schema rate / floor rate:"
+        " the ceiling for the store's ratio before any Python runs"
+    )
     headers = [
         "backend", "sync", "history", "store/s", "p50 ms", "p99 ms", "max ms",
-        "floor/s", "p50 ms", "p99 ms", "max ms", "ratio",
+        "floor/s", "p50 ms", "p99 ms", "max ms", "ratio", "schema/s", "schema ratio",
     ]
     rows = [
         [
@@ -395,6 +450,8 @@ def print_report(results: list[Result], appends: int) -> None:
             f"{r.store.rate:,.0f}", f"{r.store.p50_ms:.2f}", f"{r.store.p99_ms:.2f}", f"{r.store.max_ms:.1f}",
             f"{r.floor.rate:,.0f}", f"{r.floor.p50_ms:.2f}", f"{r.floor.p99_ms:.2f}", f"{r.floor.max_ms:.1f}",
             f"{r.ratio:.2f}x",
+            "-" if r.schema is None else f"{r.schema.rate:,.0f}",
+            "-" if r.schema_ratio is None else f"{r.schema_ratio:.2f}x",
         ]
         for r in results
     ]
