@@ -1,9 +1,9 @@
-"""A thin write transaction on the driver connection, for the append hot path.
+"""Transactions straight on the driver connection, for the hot paths (append, import, resume, export).
 
 SQLAlchemy Core costs ~0.2 ms per statement in compilation and result handling, more than a
-SQLite commit in WAL+NORMAL; appends therefore run a few fixed statements straight on the DBAPI
-cursor of a pooled connection (pragmas and ``BEGIN IMMEDIATE`` as for every other write).
-Statements are written with ``:name`` parameters and translated once per dialect.
+SQLite commit in WAL+NORMAL; these paths therefore run fixed statements on the DBAPI cursor of a
+pooled connection (pragmas and ``BEGIN IMMEDIATE`` as for every other write). Statements are written
+with ``:name`` parameters and translated once per dialect, or with the dialect's positional style.
 """
 
 from __future__ import annotations
@@ -88,12 +88,12 @@ def _driver_errors(dialect: str) -> tuple[type[BaseException], ...]:
 
 @contextmanager
 def raw_write(
-    engine: Engine, *, write: bool = True, foreign_keys: bool = True, pipeline: bool = False
+    engine: Engine, *, write: bool = True, bulk: bool = False, pipeline: bool = False
 ) -> Iterator[RawTx]:
     """A transaction on a pooled driver connection; committed on success, rolled back on error.
     ``write=False``: a read transaction (one consistent snapshot for its statements).
-    ``foreign_keys=False``: a bulk write: SQLite does not check foreign keys in this transaction (the
-    caller checks) and gets a larger page cache for it.
+    ``bulk``: an import: SQLite does not check foreign keys in this transaction (the caller checks every
+    parent) and gets a larger page cache for it; both are restored afterwards.
     ``pipeline``: PostgreSQL sends statements whose results are not read without waiting for them
     (an append: BEGIN with its locking read, then the insert, the session update and COMMIT together,
     plus the Sync that ends pipeline mode); a failed write surfaces at COMMIT. Not for COPY.
@@ -121,7 +121,7 @@ def raw_write(
         cursor = raw.cursor()
         try:
             if dialect == "sqlite":
-                if not foreign_keys:  # a bulk write
+                if bulk:
                     cursor.execute("PRAGMA foreign_keys = OFF")  # only outside a transaction
                     cursor.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -132,7 +132,7 @@ def raw_write(
             raw.rollback()
             raise
         finally:
-            if dialect == "sqlite" and not foreign_keys:
+            if dialect == "sqlite" and bulk:
                 cursor.execute("PRAGMA foreign_keys = ON")
                 cursor.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")  # gives the pages back
             cursor.close()

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any, Final, Self
 
@@ -79,18 +80,24 @@ _PATH_RAW = _WALK_UP + """
 payloads come back as JSON text and are decoded with orjson."""
 _EXPORT = "SELECT {payload_text} FROM entries WHERE session_id = :sid ORDER BY seq"
 _EXPORT_HEADER = (
-    "SELECT header, (SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY seq DESC LIMIT 1)"
+    "SELECT {header_text}, leaf_id, deleting,"
+    " (SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY seq DESC LIMIT 1){steer}"
     " FROM sessions WHERE id = :sid"
 )
-"""An export's header and last entry id."""
-_EXPORT_HEADER_PG = (
-    "SELECT header::text, (SELECT entry_id FROM entries WHERE session_id = :sid ORDER BY seq DESC LIMIT 1),"
-    " set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
-    " FROM sessions WHERE id = :sid"
-)
-"""PostgreSQL also steers the export's COPY to the primary key (session_id, seq), which gives the rows in
-order, for this transaction: without fresh statistics (right after imports) the planner scanned the whole
-table and sorted (15 ms for a 1,000-entry session next to a 20,000-entry one)."""
+"""An export's header, leaf and last entry id, in one statement (see ``_export_header_sql``)."""
+
+
+def _export_header_sql(dialect: str) -> str:
+    """``_EXPORT_HEADER`` for ``dialect``. PostgreSQL also steers the export's COPY to the primary key
+    (session_id, seq), which gives the rows in order, for this transaction: without fresh statistics
+    (right after imports) the planner scanned the whole table and sorted (15 ms for a 1,000-entry
+    session next to a 20,000-entry one)."""
+    if dialect == "postgresql":
+        steer = ", set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
+        return _EXPORT_HEADER.format(header_text="header::text", steer=steer)
+    return _EXPORT_HEADER.format(header_text="header", steer="")
+
+
 _PAYLOAD_BY_SEQ = "SELECT {payload_text} FROM entries WHERE session_id = :sid AND seq = :seq"
 _ANCESTOR_RAW = _WALK_UP + "SELECT count(*) FROM path WHERE seq = :target"
 _HEAD = (
@@ -321,10 +328,10 @@ class EntryStore:
         index = TreeIndex(shared_ids)
         stats = SessionStats()
         last_id: str | None = None
-        # SQLite checks no foreign key here: the session row comes first in this transaction and every
-        # parent is checked above (before its child, in this session); the two index probes per row
-        # cost about a tenth of an import. PostgreSQL keeps its checks.
-        with raw_write(self.engine, foreign_keys=False) as tx:
+        # A bulk write: SQLite checks no foreign key here (the session row comes first in this transaction
+        # and every parent is checked below, before its child, in this session; the two index probes per
+        # row cost about a tenth of an import). PostgreSQL keeps its checks.
+        with raw_write(self.engine, bulk=True) as tx:
             if tx.one("SELECT 1 FROM sessions WHERE id = :sid", {"sid": session_id}) is not None:
                 if not replace:
                     raise SessionExistsError(session_id)
@@ -373,13 +380,12 @@ class EntryStore:
         ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
         (pi's own line for imported entries), on both backends."""
         with raw_write(self.engine, write=False) as tx:
-            head = self._head(tx, session_id, lock=False)
-            row = tx.one(_EXPORT_HEADER_PG if self.dialect == "postgresql" else _EXPORT_HEADER, {"sid": session_id})
-            if row is None:
+            row = tx.one(_export_header_sql(self.dialect), {"sid": session_id})
+            if row is None or row[2]:
                 raise SessionNotFoundError(session_id)
-            header, last = json_loads(row[0]), row[1]
-            if head.leaf_id != last:
-                header["leafId"] = head.leaf_id
+            header, leaf_id, last = json_loads(row[0]), row[1], row[3]
+            if leaf_id != last:
+                header["leafId"] = leaf_id
             fp.write(dump_line(header))
             if self.dialect == "postgresql":
                 return _copy_payloads_out(tx, session_id, fp)
@@ -627,7 +633,7 @@ class EntryStore:
         """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
         return dump_line(entry)[:-1].decode("utf-8", "surrogatepass")
 
-    @property
+    @cached_property
     def _insert_session_sql(self) -> str:
         header = "CAST(:header AS json)" if self.dialect == "postgresql" else ":header"
         return (
@@ -652,7 +658,7 @@ class EntryStore:
             for row in rows:
                 copy.write_row(row)
 
-    @property
+    @cached_property
     def _insert_sql(self) -> str:
         """INSERT of one row of :func:`entry_values` (positional parameters: faster than named ones)."""
         mark = "%s" if self.dialect == "postgresql" else "?"

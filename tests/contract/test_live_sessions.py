@@ -288,22 +288,24 @@ def test_an_export_is_one_snapshot_even_when_an_append_lands_during_it(
     REPEATABLE READ; SQLite's read transaction sees one WAL snapshot)."""
     import json
 
-    from sessionstore.store.store import EntryStore
+    from sessionstore.store import store as store_module
 
     a = store.append_message(sid, user("a"))
     b = store.append_message(sid, assistant("b"))
     store.branch(sid, a)  # the leaf is not the last entry: the header names it
     other = SessionStore(store.url)
-    original = EntryStore._head
+    original = store_module.dump_line
     landed: list[str] = []
+    armed = [True]
 
-    def head_then_append(self: EntryStore, tx: object, session_id: str, *, lock: bool) -> object:
-        result = original(self, tx, session_id, lock=lock)  # type: ignore[arg-type]
-        if not lock and not landed:
+    def append_then_dump(value: object) -> bytes:
+        # export writes the header line after reading the session row and before reading the entries
+        # (the append itself writes its line with dump_line too: disarm first)
+        if armed.pop() if armed else False:
             landed.append(other.append_message(sid, user("c")))  # a child of the leaf: the new leaf and last
-        return result
+        return original(value)
 
-    monkeypatch.setattr(EntryStore, "_head", head_then_append)
+    monkeypatch.setattr(store_module, "dump_line", append_then_dump)
     try:
         out = io.BytesIO()
         assert store.export_jsonl(sid, out) == 2
