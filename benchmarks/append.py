@@ -74,8 +74,8 @@ from _common import (
 )
 
 from sessionstore.api import SessionStore
-from sessionstore.store.facts import ENTRY_COLUMNS
-from sessionstore.store.store import _HEAD, _UPDATE_HEAD_COUNTS
+from sessionstore.store.facts import NodeFacts, SessionStats, entry_values
+from sessionstore.store.store import _HEAD, _UPDATE_HEAD_COUNTS, _leaf_columns
 
 Json = dict[str, Any]
 Row = tuple[str, int, str, str | None, str]
@@ -97,10 +97,6 @@ _FLOOR_DDL_PG = (
     "CREATE UNIQUE INDEX ix_floor_entry_id ON entries (session_id, entry_id)",
 )
 _FLOOR_INSERT_SQLITE = "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (?, ?, ?, ?, ?)"
-_INSERT_ENTRY_SQLITE = (
-    f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})"
-)
-"""The store's entry insert (its ``_insert_sql`` on SQLite), for the schema side."""
 _FLOOR_INSERT_PG = (
     "INSERT INTO entries (session_id, seq, entry_id, parent_id, payload) VALUES (%s, %s, %s, %s, %s::json)"
 )
@@ -287,28 +283,29 @@ def _sqlite_insert(conn: sqlite3.Connection, row: Row) -> None:
     conn.execute("COMMIT")
 
 
-def _schema_insert(conn: sqlite3.Connection, statements: list[tuple[tuple[Any, ...], Json]], sid: str, i: int) -> None:
+def _schema_insert(
+    conn: sqlite3.Connection, insert_sql: str, statements: list[tuple[tuple[Any, ...], Json]], sid: str, i: int
+) -> None:
     """The statements ``append_message`` runs (head read, entry insert, session update), raw."""
     values, head = statements[i]
     conn.execute("BEGIN IMMEDIATE")
     conn.execute(_HEAD, {"sid": sid}).fetchone()
-    conn.execute(_INSERT_ENTRY_SQLITE, values)
+    conn.execute(insert_sql, values)
     conn.execute(_UPDATE_HEAD_COUNTS, head)
     conn.execute("COMMIT")
 
 
 def schema_statements(rows: list[Row]) -> list[tuple[tuple[Any, ...], Json]]:
     """For each floor row (same entry, same payload text): the store's entry row and session update,
-    as the store computes them for a linear chain of user and assistant messages."""
+    built with the store's own functions for a linear chain of messages."""
     out: list[tuple[tuple[Any, ...], Json]] = []
     for sid, seq, entry_id, parent, payload in rows:
-        parent_seq = None if parent is None else seq - 1
-        values = (sid, seq, entry_id, parent, parent_seq, seq, "message", "user", FLOOR_TS, payload, 0, None, None,
-                  None)
-        head = {"sid": sid, "leaf_id": entry_id, "leaf_seq": seq, "leaf_depth": seq, "leaf_ctx_depth": 0,
-                "leaf_compaction_seq": None, "leaf_model_seq": None, "leaf_thinking_seq": None,
-                "entry_count": seq + 1, "message_count": seq + 1, "modified_ms": 0}
-        out.append((values, head))
+        entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": FLOOR_TS,
+                 "message": {"role": "user"}}
+        facts = NodeFacts(seq, seq, 0, None, None, None)
+        values = entry_values(sid, entry, facts, None if parent is None else seq - 1, payload)
+        stats = SessionStats(entry_count=seq + 1, message_count=seq + 1, modified_ms=0)
+        out.append((values, {"sid": sid, **_leaf_columns(entry_id, facts), **stats.columns()}))
     return out
 
 
@@ -343,7 +340,7 @@ def run_sqlite(workdir: Path, templates: dict[int, Template], durability: str, m
                     partial(store.append_message, tpl.session_id),
                     partial(_sqlite_insert, conn),
                     rows,
-                    partial(_schema_insert, schema_conn, schema_statements(rows), tpl.session_id),
+                    partial(_schema_insert, schema_conn, store._insert_sql, schema_statements(rows), tpl.session_id),
                 )
             )
         interleave(lanes, messages)
