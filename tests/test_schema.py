@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.errors import SchemaError
+from sessionstore.errors import InvalidInputError, SchemaError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION, metadata
@@ -146,6 +146,22 @@ def test_normal_durability_runs_sqlite_with_normal_sync(tmp_path: Path) -> None:
     with SessionStore(f"sqlite:///{tmp_path / 'n.db'}", durability="normal") as store, store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_an_import_gives_back_the_foreign_key_checks_and_page_cache_it_turned_off(tmp_path: Path) -> None:
+    """An import (a bulk write) runs without SQLite's foreign-key checks and with a larger page cache;
+    the pooled connection (reused by the calls that follow) gets both back, also when the import fails."""
+    from tests.paths import PI_FILES
+
+    with SessionStore(f"sqlite:///{tmp_path / 'b.db'}") as store:
+        store.import_jsonl(PI_FILES["large-session"])
+        with pytest.raises(InvalidInputError):
+            store.insert_session({"type": "session", "id": "bad", "timestamp": "t", "cwd": "/w"},
+                                 [{"type": "custom", "id": "x", "parentId": "missing", "timestamp": "t"}])
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -2000
+        assert [s.id for s in store.list_sessions()] == ["d703a1a9-1b7b-4fb1-b512-c9738b1fe617"]
 
 
 @pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
