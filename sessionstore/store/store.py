@@ -116,14 +116,9 @@ _SET_LEAF = (
     " leaf_compaction_seq = :leaf_compaction_seq, leaf_model_seq = :leaf_model_seq,"
     " leaf_thinking_seq = :leaf_thinking_seq"
 )
-_UPDATE_HEAD = (
-    f"UPDATE sessions SET {_SET_LEAF}, entry_count = :entry_count, message_count = :message_count, name = :name,"
-    " first_message = :first_message, modified_ms = :modified_ms WHERE id = :sid"
-)
-_UPDATE_HEAD_COUNTS = (
-    f"UPDATE sessions SET {_SET_LEAF}, entry_count = :entry_count, message_count = :message_count,"
-    " modified_ms = :modified_ms WHERE id = :sid"
-)
+_SET_COUNTS = f"{_SET_LEAF}, entry_count = :entry_count, message_count = :message_count, modified_ms = :modified_ms"
+_UPDATE_HEAD = f"UPDATE sessions SET {_SET_COUNTS}, name = :name, first_message = :first_message WHERE id = :sid"
+_UPDATE_HEAD_COUNTS = f"UPDATE sessions SET {_SET_COUNTS} WHERE id = :sid"
 """``_UPDATE_HEAD`` for an append that changed neither the name nor the first message: those text
 columns are not rewritten (a long first prompt would otherwise be copied, and on PostgreSQL
 compressed into TOAST again, by every append)."""
