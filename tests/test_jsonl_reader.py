@@ -263,6 +263,14 @@ def test_blank_lines_are_not_errors_and_still_count_as_lines() -> None:
         ({"z": 1, "a": 2}, b'{"z":1,"a":2}'),
         ({"a": 1e-7}, b'{"a":1e-7}'),
         ({"a": 3e-7}, b'{"a":3e-7}'),
+        # around the bound below which orjson switches to exponents (1e-5) and JavaScript (1e-6)
+        ({"a": 1e-5, "b": 1.5e-5}, b'{"a":0.00001,"b":0.000015}'),
+        ({"a": 9.5e-6}, b'{"a":0.0000095}'),
+        ({"a": 1e16, "b": 1.5e16}, b'{"a":10000000000000000,"b":15000000000000000}'),
+        ({"a": 4503599627370495.5}, b'{"a":4503599627370495.5}'),
+        ({"a": float("nan"), "b": float("inf")}, b'{"a":null,"b":null}'),
+        ({"a": (2.0, [{"b": 3.0}])}, b'{"a":[2,[{"b":3}]]}'),
+        ({"a": type("F", (float,), {})(4.0)}, b'{"a":4}'),
     ],
 )
 def test_dump_line_writes_what_json_stringify_writes(value: Any, js: bytes) -> None:

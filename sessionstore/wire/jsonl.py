@@ -347,6 +347,10 @@ def _to_js_numbers(out: bytes) -> bytes:
 
 def _js_float(value: float) -> orjson.Fragment | float:
     """``value``, or its text as JavaScript writes it where that differs from orjson's."""
+    # orjson and JavaScript write a non-integral float with 1e-5 <= |x| alike (such a float is below
+    # 2**53, so neither uses an exponent); only the others need their text looked at.
+    if not value.is_integer() and abs(value) >= 1e-5:
+        return value
     token = orjson.dumps(value)
     if token.endswith(b".0") or b"e" in token:
         return orjson.Fragment(js_number(token))
@@ -354,13 +358,26 @@ def _js_float(value: float) -> orjson.Fragment | float:
 
 
 def _has_js_diff(value: Any) -> bool:
-    """Whether ``value`` holds a float that orjson writes differently from JavaScript."""
-    if isinstance(value, float):
-        return _js_float(value) is not value
-    if isinstance(value, dict):
-        return any(map(_has_js_diff, value.values()))
-    if isinstance(value, list | tuple):
-        return any(map(_has_js_diff, value))
+    """Whether ``value`` holds a float that orjson writes differently from JavaScript (an explicit
+    stack and exact type tests: this runs on every appended entry)."""
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            push(item.values())
+        elif kind is list:
+            push(item)
+        elif isinstance(item, float):
+            if _js_float(float(item)) is not item:
+                return True
+        elif isinstance(item, dict):
+            push(item.values())
+        elif isinstance(item, list | tuple):
+            push(item)
     return False
 
 
