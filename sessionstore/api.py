@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from sessionstore.context import build_session_context, project
@@ -76,7 +77,12 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
     try:  # a deep copy that also proves the message is plain JSON data
-        data: Json = json_loads(json_dumps(dict(message)))
+        data: Json = orjson.loads(orjson.dumps(dict(message)))
+    except orjson.JSONEncodeError:  # what orjson refuses (integers beyond 64 bits, lone surrogates)
+        try:
+            data = json_loads(json_dumps(dict(message)))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     if not isinstance(data.get("role"), str):

@@ -140,3 +140,21 @@ def test_freeze_json_accepts_plain_json_and_thaws_back() -> None:
     frozen = freeze_json({"a": [1, 2.5, None, True, "s", {"b": []}]})
     assert frozen == {"a": (1, 2.5, None, True, "s", {"b": ()})}
     assert hash(frozen) == hash(freeze_json({"a": [1, 2.5, None, True, "s", {"b": []}]}))
+
+
+def test_now_iso_writes_what_to_iso_string_writes() -> None:
+    """``new Date().toISOString()``: UTC, milliseconds always present (also at .000), ``Z``."""
+    import re
+    from datetime import UTC, datetime
+    from unittest import mock
+
+    from sessionstore.models import timestamps
+
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", timestamps.now_iso())
+    for moment, text in [
+        (datetime(2026, 1, 2, 3, 4, 5, 0, tzinfo=UTC), "2026-01-02T03:04:05.000Z"),
+        (datetime(2026, 1, 2, 3, 4, 5, 999_999, tzinfo=UTC), "2026-01-02T03:04:05.999Z"),
+    ]:
+        with mock.patch.object(timestamps, "datetime", mock.Mock(wraps=datetime, now=lambda tz, m=moment: m)):
+            assert timestamps.now_iso() == text
+            assert timestamps.iso_to_ms(text) == int(moment.timestamp() * 1000)

@@ -26,5 +26,4 @@ def iso_to_ms(value: object) -> int | None:
 
 def now_iso() -> str:
     """The current time as JavaScript's ``new Date().toISOString()`` writes it."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"  # "+00:00" -> "Z"
