@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -94,9 +94,11 @@ def raw_write(
     ``write=False``: a read transaction (one consistent snapshot for its statements).
     ``bulk``: an import: SQLite does not check foreign keys in this transaction (the caller checks every
     parent) and gets a larger page cache for it; both are restored afterwards.
-    ``pipeline``: PostgreSQL sends statements whose results are not read without waiting for them
-    (an append: BEGIN with its locking read, then the insert, the session update and COMMIT together,
-    plus the Sync that ends pipeline mode); a failed write surfaces at COMMIT. Not for COPY.
+    ``pipeline``: PostgreSQL sends statements whose results are not read without waiting for them:
+    an append takes two round trips, BEGIN with its locking read, then the insert, the session update
+    and COMMIT with the one Sync that ends pipeline mode; a failed write surfaces there. BEGIN and
+    COMMIT are sent as statements on a connection switched to autocommit for the transaction (psycopg's
+    own BEGIN and commit() each end with a Sync and wait for it: four round trips). Not for COPY.
     Parameters stay bound on the server (a client-bound batch of the same statements was ~10% faster,
     but would put entry contents into the statement text that PostgreSQL logs on any failed statement).
 
@@ -113,11 +115,14 @@ def raw_write(
     try:
         driver: Any = raw.driver_connection
         snapshot = not write and dialect == "postgresql"
+        pipelined = pipeline and write and dialect == "postgresql"
         if snapshot:  # psycopg then begins with BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
             import psycopg
 
             driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             driver.read_only = True
+        if pipelined:
+            driver.autocommit = True  # BEGIN and COMMIT are sent below, inside the pipeline
         cursor = raw.cursor()
         try:
             if dialect == "sqlite":
@@ -125,30 +130,36 @@ def raw_write(
                     cursor.execute("PRAGMA foreign_keys = OFF")  # only outside a transaction
                     cursor.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            with driver.pipeline() if pipeline and write and dialect == "postgresql" else nullcontext():
+            if pipelined:
+                with driver.pipeline():
+                    cursor.execute("BEGIN")
+                    yield RawTx(cursor, dialect)
+                    cursor.execute("COMMIT")
+            else:
                 yield RawTx(cursor, dialect)
                 raw.commit()
         except BaseException:
-            raw.rollback()
+            raw.rollback()  # psycopg sends ROLLBACK whenever the server reports a transaction open
             raise
         finally:
             if dialect == "sqlite" and bulk:
                 cursor.execute("PRAGMA foreign_keys = ON")
                 cursor.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")  # gives the pages back
             cursor.close()
-            if snapshot:
-                _end_snapshot(raw, driver)
+            if snapshot or pipelined:
+                _reset_session(raw, driver)
     except errors as exc:
         raise StoreError(f"database {'refused the write' if write else 'error'}: {exc}") from exc
     finally:
         raw.close()
 
 
-def _end_snapshot(raw: Any, driver: Any) -> None:
-    """Back to the server's default isolation for the next user of the pooled connection; a connection
-    that cannot be reset (broken) is dropped from the pool instead."""
+def _reset_session(raw: Any, driver: Any) -> None:
+    """Back to psycopg's defaults (the server's isolation, no autocommit) for the next user of the
+    pooled connection; a connection that cannot be reset (broken) is dropped from the pool instead."""
     try:
         driver.isolation_level = None
         driver.read_only = None
+        driver.autocommit = False
     except Exception:
         raw.invalidate()

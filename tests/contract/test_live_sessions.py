@@ -537,3 +537,38 @@ def test_generated_ids_are_retried_while_taken() -> None:
     refusals = iter([True, True, True, False])
     assert re.fullmatch(r"[0-9a-f]{8}", new_entry_id(lambda _candidate: next(refusals)))
     assert len(new_entry_id(lambda _candidate: True)) == 36  # a full UUID after 100 collisions
+
+
+@pytest.mark.parametrize("failure", ["leaf conflict", "taken id", "none"])
+def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
+    store: SessionStore, sid: str, failure: str
+) -> None:
+    """PostgreSQL appends switch their connection to autocommit to send BEGIN and COMMIT inside one
+    pipeline; whatever the append's outcome, the connection goes back to the pool in its usual state,
+    so that a later multi-statement write (here a failing import) still writes nothing at all."""
+    first = store.append_message(sid, user("a"), entry_id="0000beef")
+    leaf = first
+    if failure == "leaf conflict":
+        with pytest.raises(LeafConflictError):
+            store.append_message(sid, user("b"), expected_leaf="elsewhere")
+    elif failure == "taken id":
+        with pytest.raises(InvalidInputError, match="already has an entry"):
+            store.append_message(sid, user("b"), entry_id="0000beef")
+    else:
+        leaf = store.append_message(sid, user("b"))
+    raw = store.engine.raw_connection()
+    try:
+        driver = raw.driver_connection
+        if store.dialect == "postgresql":
+            from psycopg import pq
+
+            assert driver is not None
+            assert driver.autocommit is False and driver.isolation_level is None and driver.read_only is None
+            assert driver.info.transaction_status == pq.TransactionStatus.IDLE
+    finally:
+        raw.close()
+    bad = PI_FILES["before-compaction"].read_bytes().rstrip(b"\n") + b"\n{not json\n"
+    with pytest.raises(Exception, match="invalid JSON"):
+        store.import_jsonl(io.BytesIO(bad))
+    assert [s.id for s in store.list_sessions()] == [sid]
+    assert store.leaf(sid) == leaf and store.session(sid).entry_count == (1 if leaf == first else 2)
