@@ -139,7 +139,10 @@ class SessionHeader(WireModel):
 
 def parse_entry(data: dict[str, Any]) -> Any:
     """Typed, validated view of a wire entry; raises ``pydantic.ValidationError`` on a bad shape."""
-    return ENTRY_ADAPTER.validate_python(data)
+    return _ENTRY_VALIDATOR(data)
+
+
+_ENTRY_VALIDATOR = ENTRY_ADAPTER.validator.validate_python  # the adapter's wrapper costs ~0.4 us per entry
 
 
 def random_entry_id() -> str:

@@ -336,12 +336,10 @@ class EntryStore:
             batch: list[tuple[Any, ...]] = []
             for item in new_entries:
                 entry, text = item if isinstance(item, tuple) else (item, None)
-                parent_id = entry["parentId"]
-                if entry["id"] in index or (parent_id is not None and parent_id not in index):
-                    raise InvalidInputError(
-                        f"{source_name}: entry {entry['id']!r}: duplicate id or parent {parent_id!r} not before it"
-                    )
-                facts, parent_seq = index.add(entry)
+                try:
+                    facts, parent_seq = index.add(entry)
+                except ValueError as exc:
+                    raise InvalidInputError(f"{source_name}: entry {entry['id']!r}: {exc}") from None
                 stats.add(entry)
                 last_id = entry["id"]
                 payload = text if text is not None else self._payload(entry)

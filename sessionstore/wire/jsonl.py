@@ -175,8 +175,15 @@ class SessionFileReader:
         when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
         seen = self.ids
         skipped_ids: dict[str, int] = {}
+        line = self._line
         try:
-            for line, raw in self._lines:
+            # the file's lines straight, not through ``_raw_lines`` (a generator per line costs ~0.5 us)
+            for raw in self._fp:
+                line += 1
+                self._line = line
+                self.bytes_read += len(raw)
+                if not raw.strip():
+                    continue
                 try:
                     entry, changed = self._entry(line, raw, seen, skipped_ids)
                 except _LineError as exc:
@@ -268,7 +275,7 @@ class SessionFileReader:
             wanted = me.get("parentId")
             parents: dict[str, Any] = {me.get("id"): wanted}
             later_line = None
-            for other_line, other_raw in self._lines:
+            for other_line, other_raw in self._raw_lines():
                 try:
                     other = _loads(other_raw)
                 except ValueError:

@@ -572,3 +572,27 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
         store.import_jsonl(io.BytesIO(bad))
     assert [s.id for s in store.list_sessions()] == [sid]
     assert store.leaf(sid) == leaf and store.session(sid).entry_count == (1 if leaf == first else 2)
+
+
+@pytest.mark.parametrize(
+    ("second", "reason"),
+    [
+        ({"id": "a", "parentId": None}, "entry 'a': duplicate id 'a'"),
+        ({"id": "b", "parentId": "later"}, "entry 'b': parent 'later' not before it"),
+        ({"id": "b", "parentId": "b"}, "entry 'b': parent 'b' not before it"),
+    ],
+)
+def test_insert_session_refuses_a_taken_id_or_a_parent_not_before_its_child_and_writes_nothing(
+    store: SessionStore, second: dict[str, object], reason: str
+) -> None:
+    stamp = "2025-01-01T00:00:00.000Z"
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": stamp,
+         "message": {"role": "user", "content": "x", "timestamp": 1}},
+        {"type": "label", "timestamp": stamp, "targetId": "a", "label": "l", **second},
+        {"type": "label", "id": "later", "parentId": "a", "timestamp": stamp, "targetId": "a", "label": "m"},
+    ]
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": stamp, "cwd": "/w"}
+    with pytest.raises(InvalidInputError, match=re.escape(f"<entries>: {reason}")):
+        store.insert_session(header, entries)
+    assert store.list_sessions() == []
