@@ -1,0 +1,69 @@
+"""Imports are one transaction on both backends, also when they fail part-way through the rows already
+sent to the database (PostgreSQL streams them into an open COPY, which pauses once for ANALYZE)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from sessionstore.api import SessionStore
+from sessionstore.errors import JsonlError, StoreError
+from sessionstore.store import store as store_module
+from sessionstore.store.bulk import INSERT_BATCH
+from sessionstore.store.schema import entries, sessions
+
+HEADER = b'{"type":"session","version":3,"id":"%s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'
+
+
+def file_of(session_id: str, count: int, *, bad_line: int | None = None) -> bytes:
+    lines = [HEADER % session_id.encode()]
+    for n in range(2, count + 2):
+        parent = "null" if n == 2 else f'"m{n - 1}"'
+        line = (f'{{"type":"message","id":"m{n}","parentId":{parent},"timestamp":"2025-01-01T00:00:01.000Z",'
+                f'"message":{{"role":"user","content":"line {n}","timestamp":1}}}}\n')
+        lines.append(b"{not json\n" if n == bad_line else line.encode())
+    return b"".join(lines)
+
+
+def rows_in(store: SessionStore) -> tuple[int, int]:
+    with store.engine.connect() as conn:
+        return (
+            conn.execute(select(func.count()).select_from(sessions)).scalar_one(),
+            conn.execute(select(func.count()).select_from(entries)).scalar_one(),
+        )
+
+
+@pytest.mark.parametrize("bad_line", [501, INSERT_BATCH + 501], ids=["in-first-rows", "after-the-analyze-pause"])
+def test_a_bad_line_late_in_a_file_leaves_nothing_and_the_store_goes_on(store: SessionStore, bad_line: int) -> None:
+    with pytest.raises(JsonlError) as caught:
+        store.import_jsonl(io.BytesIO(file_of("late", bad_line + 100, bad_line=bad_line)))
+    assert caught.value.line == bad_line
+    assert rows_in(store) == (0, 0)
+    assert store.import_jsonl(io.BytesIO(file_of("late", 300))).entries == 300
+    assert rows_in(store) == (1, 300)
+
+
+@pytest.mark.parametrize("bad_row", [10, INSERT_BATCH + 10], ids=["in-first-rows", "after-the-analyze-pause"])
+def test_a_row_the_database_refuses_part_way_leaves_nothing_and_the_store_goes_on(
+    store: SessionStore, bad_row: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row that passes the reader but not the database's CHECK (a parent after its child): on
+    PostgreSQL the server refuses it while later rows are still being streamed."""
+    real = store_module.entry_values
+
+    def corrupt(*args: Any) -> tuple[Any, ...]:
+        row = real(*args)
+        if row[1] == bad_row:  # seq
+            row = (*row[:4], row[1] + 1, *row[5:])  # parent_seq after the entry itself
+        return row
+
+    monkeypatch.setattr(store_module, "entry_values", corrupt)
+    with pytest.raises(StoreError):
+        store.import_jsonl(io.BytesIO(file_of("refused", bad_row + 1_000)))
+    monkeypatch.undo()
+    assert rows_in(store) == (0, 0)
+    assert store.import_jsonl(io.BytesIO(file_of("refused", 300))).entries == 300
+    assert [e["id"] for e in store.path("refused")][-1] == "m301"
