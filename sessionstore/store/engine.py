@@ -66,6 +66,25 @@ def decode_payloads(texts: list[str]) -> list[Any]:
             gc.enable()
 
 
+def _back_to_psycopg_defaults(dbapi_connection: Any, record: Any) -> None:
+    """A PostgreSQL connection goes back to the pool with psycopg's defaults (no autocommit, the
+    server's isolation, read-write): ``raw_write`` changes them for a read snapshot or a pipelined
+    append, and this puts them back whatever ended its use, an interrupt included (a connection left in
+    autocommit would make the next multi-statement write non-atomic without any error). A connection
+    that cannot be reset is dropped."""
+    if dbapi_connection is None:  # invalidated
+        return
+    try:
+        if dbapi_connection.autocommit:
+            dbapi_connection.autocommit = False
+        if dbapi_connection.isolation_level is not None:
+            dbapi_connection.isolation_level = None
+        if dbapi_connection.read_only is not None:
+            dbapi_connection.read_only = None
+    except Exception as exc:
+        record.invalidate(exc)
+
+
 def make_engine(url: str, *, durability: Durability = "full") -> Engine:
     """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore."""
     if durability not in ("full", "normal"):
@@ -80,7 +99,9 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
-        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
+        engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
+        event.listen(engine, "checkin", _back_to_psycopg_defaults)
+        return engine
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
     database = parsed.database

@@ -104,6 +104,8 @@ def raw_write(
 
     PostgreSQL reads (``write=False``) run as ``REPEATABLE READ READ ONLY``: every statement of the
     read sees one snapshot (an export's header and its entries agree), at no extra round trip.
+    The engine's checkin listener (``engine._back_to_psycopg_defaults``) puts a connection's
+    autocommit, isolation and read-only settings back when it returns to the pool, however this ended.
 
     Driver errors become :class:`StoreError` (the driver's error chained)."""
     dialect = engine.dialect.name
@@ -139,27 +141,17 @@ def raw_write(
                 yield RawTx(cursor, dialect)
                 raw.commit()
         except BaseException:
-            raw.rollback()  # psycopg sends ROLLBACK whenever the server reports a transaction open
+            try:
+                raw.rollback()  # psycopg sends ROLLBACK whenever the server reports a transaction open
+            except Exception:  # the connection broke: report what broke it, and do not pool it again
+                raw.invalidate()
             raise
         finally:
             if dialect == "sqlite" and bulk:
                 cursor.execute("PRAGMA foreign_keys = ON")
                 cursor.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")  # gives the pages back
             cursor.close()
-            if snapshot or pipelined:
-                _reset_session(raw, driver)
     except errors as exc:
         raise StoreError(f"database {'refused the write' if write else 'error'}: {exc}") from exc
     finally:
         raw.close()
-
-
-def _reset_session(raw: Any, driver: Any) -> None:
-    """Back to psycopg's defaults (the server's isolation, no autocommit) for the next user of the
-    pooled connection; a connection that cannot be reset (broken) is dropped from the pool instead."""
-    try:
-        driver.isolation_level = None
-        driver.read_only = None
-        driver.autocommit = False
-    except Exception:
-        raw.invalidate()

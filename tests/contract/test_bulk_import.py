@@ -67,3 +67,44 @@ def test_a_row_the_database_refuses_part_way_leaves_nothing_and_the_store_goes_o
     assert rows_in(store) == (0, 0)
     assert store.import_jsonl(io.BytesIO(file_of("refused", 300))).entries == 300
     assert [e["id"] for e in store.path("refused")][-1] == "m301"
+
+
+def test_an_import_whose_connection_dies_reports_why_and_the_store_goes_on(store: SessionStore) -> None:
+    """The server ends the import's connection part-way (an administrator, a restart): the error says
+    so (not the failed rollback after it), nothing is written, and the broken connection is not reused."""
+    if store.dialect != "postgresql":
+        pytest.skip("a SQLite connection cannot be ended from outside")
+    from sqlalchemy import create_engine, text
+
+    killer = create_engine(store.engine.url, isolation_level="AUTOCOMMIT")
+    killed: list[int] = []
+
+    def kill_the_import() -> None:
+        if not killed:
+            with killer.connect() as conn:
+                killed.extend(conn.execute(text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )).scalars())
+
+    try:
+        with pytest.raises(StoreError, match=r"(?i)terminat|server closed|consuming input failed") as caught:
+            store.insert_session(
+                {"type": "session", "version": 3, "id": "dies", "timestamp": "t", "cwd": "/w"},
+                _entries(3 * INSERT_BATCH), progress=kill_the_import,
+            )
+        assert killed and "connection is lost" not in str(caught.value)
+    finally:
+        killer.dispose()
+    assert rows_in(store) == (0, 0)
+    assert store.import_jsonl(io.BytesIO(file_of("after", 300))).entries == 300
+
+
+def _entries(count: int) -> list[dict[str, Any]]:
+    stamp = "2025-01-01T00:00:01.000Z"
+    return [
+        {"type": "message", "id": f"m{n}", "parentId": None if n == 0 else f"m{n - 1}", "timestamp": stamp,
+         "message": {"role": "user", "content": f"line {n}", "timestamp": 1}}
+        for n in range(count)
+    ]
+

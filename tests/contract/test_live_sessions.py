@@ -539,16 +539,29 @@ def test_generated_ids_are_retried_while_taken() -> None:
     assert len(new_entry_id(lambda _candidate: True)) == 36  # a full UUID after 100 collisions
 
 
-@pytest.mark.parametrize("failure", ["leaf conflict", "taken id", "none"])
+@pytest.mark.parametrize("failure", ["leaf conflict", "taken id", "interrupt", "none"])
 def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
-    store: SessionStore, sid: str, failure: str
+    store: SessionStore, sid: str, failure: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL appends switch their connection to autocommit to send BEGIN and COMMIT inside one
-    pipeline; whatever the append's outcome, the connection goes back to the pool in its usual state,
-    so that a later multi-statement write (here a failing import) still writes nothing at all."""
+    pipeline; whatever the append's outcome, an interrupt before its transaction began included, the
+    connection goes back to the pool in its usual state, so that a later multi-statement write (here a
+    failing import) still writes nothing at all."""
     first = store.append_message(sid, user("a"), entry_id="0000beef")
     leaf = first
-    if failure == "leaf conflict":
+    if failure == "interrupt":  # Ctrl-C right after the switch to autocommit
+        from sqlalchemy.pool.base import _ConnectionFairy
+
+        real_cursor = _ConnectionFairy.cursor
+
+        def interrupted(self: _ConnectionFairy, *args: object, **kwargs: object) -> object:
+            monkeypatch.setattr(_ConnectionFairy, "cursor", real_cursor)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(_ConnectionFairy, "cursor", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            store.append_message(sid, user("b"))
+    elif failure == "leaf conflict":
         with pytest.raises(LeafConflictError):
             store.append_message(sid, user("b"), expected_leaf="elsewhere")
     elif failure == "taken id":
