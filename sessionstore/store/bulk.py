@@ -15,9 +15,12 @@ from sessionstore.store.rawtx import RawTx
 Row = tuple[Any, ...]
 
 INSERT_BATCH = 2_000
-"""Rows per ``executemany`` on SQLite; on PostgreSQL, the rows after which the ``COPY`` pauses once for
-``ANALYZE`` (without statistics PostgreSQL checks each parent key by scanning the session's rows, which
-makes a large import quadratic)."""
+"""Rows per ``executemany`` on SQLite; on PostgreSQL, the rows of the first ``COPY``, after which the
+table is analyzed (without statistics PostgreSQL checks each parent key by scanning the session's rows,
+which makes a large import quadratic)."""
+COPY_ROWS = 20_000
+"""Rows per ``COPY`` after the first: a row the server refuses is reported when its ``COPY`` ends, so
+within this many rows, not after the rest of a large file (each ``COPY`` costs a round trip)."""
 
 
 class RowSink:
@@ -40,9 +43,10 @@ class RowSink:
                 self._open_copy()
             self._copy.write_row(row)
             self._count += 1
-            if self._count == INSERT_BATCH:
+            if self._count % COPY_ROWS == 0 or self._count == INSERT_BATCH:
                 self._close_copy(None, None, None)
-                self._tx.execute("ANALYZE entries")
+                if self._count == INSERT_BATCH:
+                    self._tx.execute("ANALYZE entries")
             return
         self._batch.append(row)
         if len(self._batch) >= INSERT_BATCH:

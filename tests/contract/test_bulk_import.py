@@ -108,3 +108,62 @@ def _entries(count: int) -> list[dict[str, Any]]:
         for n in range(count)
     ]
 
+
+def test_a_row_the_database_refuses_is_reported_within_a_copy_not_at_the_end_of_the_file(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL reports a refused row when the COPY holding it ends: the rows go in COPYs of
+    ``COPY_ROWS``, so an import stops soon after a bad row instead of reading the rest of the file
+    (SQLite when the executemany batch holding it runs)."""
+    from sessionstore.store import bulk
+
+    monkeypatch.setattr(bulk, "COPY_ROWS", 500)
+    real = store_module.entry_values
+    bad = INSERT_BATCH + 10
+
+    def corrupt(*args: Any) -> tuple[Any, ...]:
+        row = real(*args)
+        return (*row[:4], row[1] + 1, *row[5:]) if row[1] == bad else row
+
+    monkeypatch.setattr(store_module, "entry_values", corrupt)
+    consumed = 0
+
+    def counted() -> Any:
+        nonlocal consumed
+        for entry in _entries(20 * INSERT_BATCH):
+            consumed += 1
+            yield entry
+
+    with pytest.raises(StoreError, match="ck_entries_parent_link"):
+        store.insert_session({"type": "session", "version": 3, "id": "early", "timestamp": "t", "cwd": "/w"},
+                             counted())
+    # PostgreSQL: within the COPY of 500 rows holding it; SQLite: within its executemany batch
+    assert consumed <= bad + (500 if store.dialect == "postgresql" else INSERT_BATCH) + 1
+    assert rows_in(store) == (0, 0)
+
+
+def test_an_import_after_one_whose_analyze_was_rolled_back_analyzes_again(store: SessionStore) -> None:
+    """A failed import's ANALYZE leaves the table's row estimate behind (kept outside the transaction)
+    but not its column statistics; the next import must gather them again, or later reads of a large
+    session would be planned blind (a 30,000-entry path walk then scans the table at every step)."""
+    if store.dialect != "postgresql":
+        pytest.skip("PostgreSQL statistics")
+
+    def fail() -> None:
+        raise RuntimeError("stop after the first COPY")
+
+    header = {"type": "session", "version": 3, "id": "once", "timestamp": "t", "cwd": "/w"}
+    with pytest.raises(RuntimeError):
+        store.insert_session(header, _entries(INSERT_BATCH + 10), progress=fail)
+
+    def statistics() -> tuple[float, bool]:
+        with store.engine.connect() as conn:
+            rows = conn.exec_driver_sql("SELECT reltuples FROM pg_class WHERE oid = 'entries'::regclass").scalar()
+            has = conn.exec_driver_sql(
+                "SELECT EXISTS (SELECT 1 FROM pg_stats WHERE tablename = 'entries' AND attname = 'parent_seq')"
+            ).scalar()
+        return float(rows), bool(has)
+
+    assert statistics() == (INSERT_BATCH, False)
+    store.insert_session(header, _entries(INSERT_BATCH + 10))
+    assert statistics()[1]
