@@ -145,13 +145,27 @@ class SessionStats:
         }
 
 
+_NONE = -1
+"""A TreeIndex cell that names no entry."""
+_WIDTH = 6
+"""TreeIndex cells per entry: parent seq, depth, context depth, compaction, model and thinking seqs."""
+
+
+def _node_facts(seq: int, depth: int, ctx_depth: int, compaction: int, model: int, thinking: int) -> NodeFacts:
+    """An entry's facts from its TreeIndex cells."""
+    return NodeFacts(
+        seq,
+        depth,
+        ctx_depth,
+        None if compaction == _NONE else compaction,
+        None if model == _NONE else model,
+        None if thinking == _NONE else thinking,
+    )
+
+
 class TreeIndex:
     """The ancestry facts of a session being bulk-inserted, kept compact (a few machine words per
     entry) so that importing a very large file does not hold its entries in memory."""
-
-    NONE = -1
-    _WIDTH = 6
-    """Cells per entry: parent seq, depth, context depth, compaction, model and thinking seqs."""
 
     def __init__(self, seq_of: dict[str, int] | None = None) -> None:
         # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it.
@@ -170,16 +184,8 @@ class TreeIndex:
         return seq is not None and seq < self._count
 
     def facts(self, seq: int) -> NodeFacts:
-        _parent, depth, ctx_depth, compaction, model, thinking = self._cells[seq * 6 : seq * 6 + 6]
-        none = self.NONE
-        return NodeFacts(
-            seq,
-            depth,
-            ctx_depth,
-            None if compaction == none else compaction,
-            None if model == none else model,
-            None if thinking == none else thinking,
-        )
+        _parent, *cells = self._cells[seq * _WIDTH : (seq + 1) * _WIDTH]
+        return _node_facts(seq, *cells)
 
     def kept_depth(self, first_kept: Any, parent_seq: int | None) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
@@ -188,10 +194,10 @@ class TreeIndex:
             # (a shared seq_of may already hold the entry being added: a compaction naming itself)
             return None
         cells = self._cells
-        depth = cells[target * 6 + 1]
+        depth = cells[target * _WIDTH + 1]
         node = parent_seq
-        while node != self.NONE and cells[node * 6 + 1] > depth:
-            node = cells[node * 6]
+        while node != _NONE and cells[node * _WIDTH + 1] > depth:
+            node = cells[node * _WIDTH]
         return depth if node == target else None
 
     def add(self, entry: dict[str, Any]) -> tuple[NodeFacts, int | None]:
@@ -207,16 +213,17 @@ class TreeIndex:
         taken = seq_of.get(entry_id) if isinstance(entry_id, str) else None
         if taken is not None and taken < seq:
             raise ValueError(f"duplicate id {entry_id!r}")
-        none = self.NONE
         if parent_id is None:
             parent_seq = None
             depth = ctx_depth = 0
-            compaction = model = thinking = none
+            compaction = model = thinking = _NONE
         else:
             parent_seq = seq_of.get(parent_id) if isinstance(parent_id, str) else None
             if parent_seq is None or parent_seq >= seq:
                 raise ValueError(f"parent {parent_id!r} not before it")
-            _grand, depth, ctx_depth, compaction, model, thinking = self._cells[parent_seq * 6 : parent_seq * 6 + 6]
+            _grand, depth, ctx_depth, compaction, model, thinking = self._cells[
+                parent_seq * _WIDTH : (parent_seq + 1) * _WIDTH
+            ]
             depth += 1
         kind = entry["type"]
         if kind == "compaction":
@@ -228,13 +235,6 @@ class TreeIndex:
         if sets_model(entry):
             model = seq
         seq_of[entry_id] = seq
-        self._cells.extend((none if parent_seq is None else parent_seq, depth, ctx_depth, compaction, model, thinking))
+        self._cells.extend((_NONE if parent_seq is None else parent_seq, depth, ctx_depth, compaction, model, thinking))
         self._count = seq + 1
-        return NodeFacts(
-            seq,
-            depth,
-            ctx_depth,
-            None if compaction == none else compaction,
-            None if model == none else model,
-            None if thinking == none else thinking,
-        ), parent_seq
+        return _node_facts(seq, depth, ctx_depth, compaction, model, thinking), parent_seq
