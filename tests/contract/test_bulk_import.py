@@ -14,6 +14,12 @@ from sessionstore.errors import JsonlError, StoreError
 from sessionstore.store import store as store_module
 from sessionstore.store.bulk import INSERT_BATCH
 from sessionstore.store.schema import entries, sessions
+from tests.conftest import BACKENDS
+
+POSTGRESQL_ONLY = pytest.mark.parametrize(
+    "backend", [b for b in BACKENDS if b.values == ("postgresql",)], indirect=True
+)
+"""For what only PostgreSQL has: the ``store`` fixture on PostgreSQL alone (skipped without a server)."""
 
 HEADER = b'{"type":"session","version":3,"id":"%s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'
 
@@ -69,11 +75,10 @@ def test_a_row_the_database_refuses_part_way_leaves_nothing_and_the_store_goes_o
     assert [e["id"] for e in store.path("refused")][-1] == "m301"
 
 
+@POSTGRESQL_ONLY  # a SQLite connection cannot be ended from outside
 def test_an_import_whose_connection_dies_reports_why_and_the_store_goes_on(store: SessionStore) -> None:
     """The server ends the import's connection part-way (an administrator, a restart): the error says
     so (not the failed rollback after it), nothing is written, and the broken connection is not reused."""
-    if store.dialect != "postgresql":
-        pytest.skip("a SQLite connection cannot be ended from outside")
     from sqlalchemy import create_engine, text
 
     killer = create_engine(store.engine.url, isolation_level="AUTOCOMMIT")
@@ -142,12 +147,11 @@ def test_a_row_the_database_refuses_is_reported_within_a_copy_not_at_the_end_of_
     assert rows_in(store) == (0, 0)
 
 
+@POSTGRESQL_ONLY
 def test_an_import_after_one_whose_analyze_was_rolled_back_analyzes_again(store: SessionStore) -> None:
     """A failed import's ANALYZE leaves the table's row estimate behind (kept outside the transaction)
     but not its column statistics; the next import must gather them again, or later reads of a large
     session would be planned blind (a 30,000-entry path walk then scans the table at every step)."""
-    if store.dialect != "postgresql":
-        pytest.skip("PostgreSQL statistics")
 
     def fail() -> None:
         raise RuntimeError("stop after the first COPY")
