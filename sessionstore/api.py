@@ -77,12 +77,10 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
     try:  # a deep copy that also proves the message is plain JSON data
-        data: Json = orjson.loads(orjson.dumps(dict(message)))
-    except orjson.JSONEncodeError:  # what orjson refuses (integers beyond 64 bits, lone surrogates)
         try:
+            data: Json = orjson.loads(orjson.dumps(dict(message)))
+        except orjson.JSONEncodeError:  # what orjson refuses (integers beyond 64 bits, lone surrogates)
             data = json_loads(json_dumps(dict(message)))
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     if not isinstance(data.get("role"), str):
