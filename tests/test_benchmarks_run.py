@@ -11,7 +11,7 @@ from tests.paths import ROOT
 
 RUNS = {
     "append.py": ["--quick"],
-    "import.py": ["--quick"],
+    "import.py": ["--quick", "--repeat", "2"],  # two rounds: floor and store children alternate
     "export.py": ["--quick"],
     "resume.py": ["--sizes", "200", "--repeat", "1"],
     "real_files.py": ["--repeat", "1"],
