@@ -53,7 +53,7 @@ class ContextResult:
     messages: list[Json]
     entry_ids: list[str | None]
     llm: list[Json]
-    thinking_level: str
+    thinking_level: str | None
     model: Json | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 

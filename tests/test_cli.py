@@ -28,7 +28,7 @@ def run(db_url: str) -> object:
 def test_import_prints_the_session_id_and_json_gives_counts(run) -> None:  # type: ignore[no-untyped-def]
     assert run("import", str(PI_FILES["large-session"])).stdout.strip() == "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"
     data = json.loads(run("import", "--json", str(PI_FILES["before-compaction"])).stdout)
-    assert data == {"sessionId": COMPACTED_ID, "entries": 1002, "skipped": [], "leafId": "000003ea"}
+    assert data == {"sessionId": COMPACTED_ID, "entries": 1002, "skipped": [], "leafId": "000003ea", "diagnostics": []}
 
 
 def test_importing_the_same_session_twice_is_an_error_unless_replaced(run) -> None:  # type: ignore[no-untyped-def]

@@ -213,19 +213,17 @@ def test_a_legacy_file_written_back_is_byte_for_byte_its_pi_upgraded_form(path: 
 
 
 # -- lenient reading -----------------------------------------------------------------------------
-def test_lenient_reading_skips_a_bad_line_and_every_entry_below_it(tmp_path: Path) -> None:
+def test_lenient_reading_skips_a_bad_line_and_its_children_become_roots_as_pi_reads_them(tmp_path: Path) -> None:
     path = tmp_path / "tree.jsonl"
     lines = TREE_V3.read_text().splitlines(keepends=True)
-    lines[4] = "{oops\n"  # line 5 is e04, the toolResult: e05 and everything below it depend on it
+    lines[4] = "{oops\n"  # line 5 is e04, the toolResult; e05 is its child
     path.write_text("".join(lines))
     reader = SessionFileReader(path, lenient=True)
     kept = [e["id"] for _line, e in reader.entries()]
-    assert kept == ["e01", "e02", "e03"]
-    assert reader.skipped[0].line == 5
-    assert reader.skipped[0].reason.startswith("invalid JSON")
-    assert [s.line for s in reader.skipped] == list(range(5, 21))
-    assert reader.skipped[1].reason == "parentId 'e04' names no earlier entry"
-    assert all("was refused" in s.reason for s in reader.skipped[2:])
+    assert "e04" not in kept and len(kept) == 18 and kept[:4] == ["e01", "e02", "e03", "e05"]
+    assert [(s.line, s.reason.split(":")[0]) for s in reader.skipped] == [(5, "invalid JSON")]
+    assert [(d.code, d.entry_id) for d in reader.diagnostics] == [("PARENT_NOT_FOUND", "e05")]
+    assert "line 6" in reader.diagnostics[0].message
 
 
 def test_a_skipped_line_reports_as_json() -> None:
@@ -316,7 +314,7 @@ def test_lenient_v1_reading_chains_past_a_refused_entry(tmp_path: Path) -> None:
     lines = [
         '{"type":"session","id":"v1s",' + stamp + ',"cwd":"/"}',
         '{"type":"message",' + stamp + ',"message":{"role":"user","content":"a","timestamp":1}}',
-        '{"type":"message",' + stamp + "}",
+        '[{"type":"message"}]',
         '{"type":"message",' + stamp + ',"message":{"role":"user","content":"b","timestamp":1}}',
     ]
     path = tmp_path / "v1.jsonl"

@@ -140,11 +140,23 @@ def test_provider_safe_answers_unanswered_calls_before_the_next_user_message() -
     ]
 
 
-def test_provider_safe_leaves_trailing_calls_for_the_agent_to_run() -> None:
+def test_provider_safe_closes_trailing_calls_as_pi_1_6_does() -> None:
     messages = [user("a"), assistant("", ("c1", "ls", {}))]
     projection = project(messages, ["u", "a"], provider_safe_repairs=True)
-    assert len(projection.llm) == 2
-    assert projection.diagnostics == []
+    assert [m["role"] for m in projection.llm] == ["user", "assistant", "toolResult"]
+    assert projection.llm[2]["toolCallId"] == "c1" and projection.llm[2]["isError"] is True
+    assert [d.code for d in projection.diagnostics] == ["PROVIDER_SAFE_SYNTHETIC_RESULT"]
+
+
+def test_provider_safe_holds_a_system_message_until_the_pending_results_and_fills_null_content() -> None:
+    system = {"role": "system", "content": "be brief", "timestamp": 5}
+    empty_user = {"role": "user", "content": None, "timestamp": 6}
+    messages = [user("a"), assistant("", ("c1", "ls", {})), system, empty_user]
+    projection = project(messages, ["u", "a", "s", "e"], provider_safe_repairs=True)
+    assert [m["role"] for m in projection.llm] == ["user", "assistant", "toolResult", "system", "user"]
+    assert projection.llm[2]["content"] == [{"type": "text", "text": "No result provided"}]
+    assert projection.llm[4] == {"role": "user", "content": [], "timestamp": 6}
+    assert empty_user["content"] is None
 
 
 def test_a_registered_role_is_projected_by_its_own_function_and_not_reported(store: Any) -> None:

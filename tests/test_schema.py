@@ -157,7 +157,7 @@ def test_an_import_gives_back_the_foreign_key_checks_and_page_cache_it_turned_of
         store.import_jsonl(PI_FILES["large-session"])
         with pytest.raises(InvalidInputError):
             store.insert_session({"type": "session", "id": "bad", "timestamp": "t", "cwd": "/w"},
-                                 [{"type": "custom", "id": "x", "parentId": "missing", "timestamp": "t"}])
+                                 [{"type": "custom", "id": "x", "parentId": "x", "timestamp": "t"}])
         with store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
             assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -2000

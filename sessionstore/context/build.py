@@ -1,9 +1,19 @@
-"""Context building (SPEC 5): a root-to-leaf path of entries -> the AgentMessage list, thinking level
-and model, exactly as pi's ``buildSessionContext``.
+"""Context building (SPEC 5, 12.5): a root-to-leaf path of entries -> the AgentMessage list, thinking
+level and model, exactly as pi 1.6's ``buildSessionContext`` (``buildSessionProjection``) gives them.
 
-Pure functions over wire dicts. The store may hand over only the tail of the path that the context
-needs (from the last compaction's first kept entry on), together with the entries that last set the
-thinking level and the model before that tail; the result is the same as for the whole path.
+Pure functions over wire dicts, which may be of any shape a session file holds: a missing field is
+read as JavaScript reads it (``undefined``, left out of the result), missing content is normalised as
+pi normalises it. The store may hand over only the tail of the path that the context needs (from the
+last compaction's first kept entry on), together with the entries that last set the thinking level
+and the model before that tail; the result is the same as for the whole path.
+
+pi's steps, in order:
+1. the context entries: without a compaction, the whole path; else the LAST compaction ``C``, then the
+   path entries before ``C`` from the one whose id is ``C.firstKeptEntryId`` on (``system`` messages
+   among them skipped), then every entry after ``C``;
+2. edits: the latest ``context_edit`` among the context entries for each target wins;
+3. each context entry's messages (only ``C`` of the compactions contributes: its ``systemMessage`` and
+   summary), with its edit applied: ``replacement: null`` drops them, else ``content`` is replaced.
 """
 
 from __future__ import annotations
@@ -12,77 +22,216 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionstore.models.timestamps import iso_to_ms
+from sessionstore.models import js
+from sessionstore.models.js import MISSING
 from sessionstore.validate import Diagnostic
 
 Json = dict[str, Any]
 
+EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+"""Roles whose ``content`` a non-null context edit replaces (pi's ``projectContextEntry``)."""
+_BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
+"""Roles for which a string replacement becomes one text block."""
+
 
 @dataclass(slots=True)
 class SessionContext:
-    """What a model call at ``leaf_id`` gets: ``messages`` (AgentMessage wire dicts) and settings.
+    """What a model call at ``leaf_id`` gets: ``messages`` (AgentMessage wire values) and settings.
 
-    ``entry_ids[i]`` is the id of the entry message ``i`` came from.
+    ``entry_ids[i]`` is the id of the entry message ``i`` came from. ``thinking_level`` and ``model``
+    are ``None`` where pi's are ``undefined`` (an entry without the field set them).
     """
 
-    messages: list[Json]
+    messages: list[Any]
     entry_ids: list[str | None]
-    thinking_level: str = "off"
+    thinking_level: str | None = "off"
     model: Json | None = None
     leaf_id: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def entry_to_message(entry: Mapping[str, Any]) -> Json | None:
-    """The message an entry contributes to the context, or ``None`` (pi's ``appendMessage``)."""
+def _diagnostic(code: Any, entry: Mapping[str, Any], message: str, index: int | None = None) -> Diagnostic:
+    return Diagnostic(code=code, message_index=index, entry_id=_id(entry), message=message)
+
+
+def _id(entry: Mapping[str, Any]) -> str | None:
+    value = entry.get("id")
+    return value if isinstance(value, str) else None
+
+
+def entry_messages(entry: Mapping[str, Any]) -> list[Any]:
+    """The messages one entry contributes before edits (pi's ``sessionEntryToContextMessages``).
+
+    A ``message`` entry without a message contributes nothing (pi fails on it; the caller reports it)."""
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        return message if isinstance(message, dict) else None
+        if message is None:
+            return []
+        if isinstance(message, dict) and js.nullish(message.get("content", MISSING)):
+            role = message.get("role")
+            if role == "system":
+                return [{**message, "content": ""}]
+            if role in ("user", "assistant", "toolResult"):
+                return [{**message, "content": []}]
+        return [message]
     if kind == "custom_message":
-        out: Json = {
-            "role": "custom",
-            "customType": entry.get("customType"),
-            "content": entry.get("content"),
-            "display": entry.get("display"),
-        }
-        if "details" in entry:
-            out["details"] = entry["details"]
-        out["timestamp"] = iso_to_ms(entry.get("timestamp"))
-        return out
-    if kind == "branch_summary" and entry.get("summary"):
-        return {
-            "role": "branchSummary",
-            "summary": entry["summary"],
-            "fromId": entry.get("fromId"),
-            "timestamp": iso_to_ms(entry.get("timestamp")),
-        }
-    return None
+        content = entry.get("content", MISSING)
+        return [
+            js.obj(
+                ("role", "custom"),
+                ("customType", entry.get("customType", MISSING)),
+                ("content", [] if js.nullish(content) else content),
+                ("display", entry.get("display", MISSING)),
+                ("details", entry.get("details", MISSING)),
+                ("timestamp", js.date_ms(entry.get("timestamp", MISSING))),
+            )
+        ]
+    if kind == "branch_summary" and js.truthy(entry.get("summary", MISSING)):
+        return [
+            js.obj(
+                ("role", "branchSummary"),
+                ("summary", entry["summary"]),
+                ("fromId", entry.get("fromId", MISSING)),
+                ("timestamp", js.date_ms(entry.get("timestamp", MISSING))),
+            )
+        ]
+    if kind == "compaction":
+        summary = compaction_summary_message(entry)
+        system = entry.get("systemMessage", MISSING)
+        return [system, summary] if js.truthy(system) else [summary]
+    return []
 
 
 def compaction_summary_message(entry: Mapping[str, Any]) -> Json:
-    return {
-        "role": "compactionSummary",
-        "summary": entry.get("summary"),
-        "tokensBefore": entry.get("tokensBefore"),
-        "timestamp": iso_to_ms(entry.get("timestamp")),
-    }
+    return js.obj(
+        ("role", "compactionSummary"),
+        ("summary", entry.get("summary", MISSING)),
+        ("tokensBefore", entry.get("tokensBefore", MISSING)),
+        ("timestamp", js.date_ms(entry.get("timestamp", MISSING))),
+    )
+
+
+def entry_to_message(entry: Mapping[str, Any]) -> Any:
+    """The one message a non-compaction entry contributes, or ``None``."""
+    messages = entry_messages(entry)
+    return messages[0] if messages and entry.get("type") != "compaction" else None
 
 
 def model_of(entry: Mapping[str, Any]) -> Json | None:
-    """The model an entry selects: a ``model_change`` or an assistant message; else ``None``."""
+    """The model an entry selects (a ``model_change`` or an assistant message), else ``None``; the
+    fields are pi's (``{provider, modelId}``), absent where the entry has none."""
     kind = entry.get("type")
     if kind == "model_change":
-        return _present({"provider": entry.get("provider"), "modelId": entry.get("modelId")})
+        return js.obj(("provider", entry.get("provider", MISSING)), ("modelId", entry.get("modelId", MISSING)))
     if kind == "message":
         message = entry.get("message")
         if isinstance(message, dict) and message.get("role") == "assistant":
-            return _present({"provider": message.get("provider"), "modelId": message.get("model")})
+            return js.obj(("provider", message.get("provider", MISSING)), ("modelId", message.get("model", MISSING)))
     return None
 
 
-def _present(value: Json) -> Json:
-    return {k: v for k, v in value.items() if v is not None}
+def thinking_level_of(entry: Mapping[str, Any]) -> Any:
+    """The thinking level a ``thinking_level_change`` sets (``None`` when it has none, pi's undefined)."""
+    return entry.get("thinkingLevel")
+
+
+def context_entries(path: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Diagnostic]]:
+    """pi's ``buildContextEntries``: the entries whose messages make the context, first the latest
+    compaction (when there is one)."""
+    compaction_index = -1
+    for index, entry in enumerate(path):
+        if entry.get("type") == "compaction":
+            compaction_index = index
+    if compaction_index < 0:
+        return list(path), []
+    compaction = path[compaction_index]
+    first_kept = compaction.get("firstKeptEntryId", MISSING)
+    chosen: list[Mapping[str, Any]] = [compaction]
+    diagnostics: list[Diagnostic] = []
+    found = False
+    for entry in path[:compaction_index]:
+        if not found and entry.get("id", MISSING) == first_kept:
+            found = True
+            _check_first_kept(entry, compaction, diagnostics)
+        if found and not _is_system_message(entry):
+            chosen.append(entry)
+    if not found and first_kept != compaction.get("id"):
+        diagnostics.append(
+            _diagnostic(
+                "COMPACTION_FIRST_KEPT_NOT_ON_PATH",
+                compaction,
+                f"compaction {_id(compaction)!r}: firstKeptEntryId {js.to_string(first_kept)!r} is not on the path"
+                " before it, so no message before the compaction is kept",
+                0,
+            )
+        )
+    chosen.extend(path[compaction_index + 1 :])
+    return chosen, diagnostics
+
+
+def _is_system_message(entry: Mapping[str, Any]) -> bool:
+    message = entry.get("message")
+    return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "system"
+
+
+def _check_first_kept(entry: Mapping[str, Any], compaction: Mapping[str, Any], out: list[Diagnostic]) -> None:
+    message = entry.get("message") if entry.get("type") == "message" else None
+    if isinstance(message, dict) and message.get("role") == "toolResult":
+        out.append(
+            _diagnostic(
+                "COMPACTION_FIRST_KEPT_IS_TOOL_RESULT",
+                compaction,
+                f"compaction {_id(compaction)!r}: firstKeptEntryId {_id(entry)!r} is a toolResult, so the kept"
+                " messages start with a result whose call was summarised away",
+                1,
+            )
+        )
+
+
+def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[str, Mapping[str, Any]]:
+    """target id -> the latest valid ``context_edit`` for it among ``entries`` (by position)."""
+    edits: dict[str, Mapping[str, Any]] = {}
+    ids = {entry_id for entry in entries if (entry_id := _id(entry)) is not None}
+    for entry in entries:
+        if entry.get("type") != "context_edit":
+            continue
+        target = entry.get("targetId")
+        if "replacement" not in entry:
+            out.append(_diagnostic("CONTEXT_EDIT_WITHOUT_REPLACEMENT", entry,
+                                   f"context_edit {_id(entry)!r} has no replacement (pi throws on it); ignored"))
+            continue
+        if not isinstance(target, str) or target not in ids:
+            out.append(_diagnostic("CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT", entry,
+                                   f"context_edit {_id(entry)!r}: target {js.to_string(target)!r} is not part of"
+                                   " this context; no effect"))
+            continue
+        edits[target] = entry
+    return edits
+
+
+def apply_edit(messages: list[Any], edit: Mapping[str, Any]) -> list[Any]:
+    """pi's ``projectContextEntry``: ``replacement: null`` drops the messages; otherwise the ``content``
+    of each user/assistant/toolResult/custom message is replaced (shallow copies; a string becomes one
+    text block for assistant and toolResult messages), other messages are left as they are."""
+    replacement = edit.get("replacement")
+    if replacement is None:
+        return []
+    content = js.get(replacement, "content")
+    projected: list[Any] = []
+    for message in messages:
+        role = js.get(message, "role")
+        if role not in EDITABLE_ROLES:
+            projected.append(message)
+            continue
+        new_content = [{"type": "text", "text": content}] if role in _BLOCK_CONTENT_ROLES and isinstance(
+            content, str
+        ) else content
+        copy = {**message, "content": new_content}
+        if new_content is MISSING:
+            del copy["content"]
+        projected.append(copy)
+    return projected
 
 
 def build_session_context(
@@ -96,78 +245,49 @@ def build_session_context(
     ``thinking_entry``/``model_entry``: the entries that last set thinking level / model *before*
     ``path`` starts, when ``path`` is only the tail of the real path.
     """
-    thinking_level = "off"
+    thinking_level: Any = "off"
     model: Json | None = None
     if thinking_entry is not None:
-        thinking_level = thinking_entry.get("thinkingLevel", "off")
+        thinking_level = thinking_level_of(thinking_entry)
     if model_entry is not None:
         model = model_of(model_entry)
-    compaction_index = -1
-    for index, entry in enumerate(path):
-        kind = entry.get("type")
-        if kind == "thinking_level_change":
-            thinking_level = entry.get("thinkingLevel")  # type: ignore[assignment]
-        elif kind == "compaction":
-            compaction_index = index
+    for entry in path:
+        if entry.get("type") == "thinking_level_change":
+            thinking_level = thinking_level_of(entry)
         else:
             selected = model_of(entry)
             if selected is not None:
                 model = selected
 
     context = SessionContext(messages=[], entry_ids=[], thinking_level=thinking_level, model=model)
-    if path:
-        context.leaf_id = path[-1].get("id")
-
-    def emit(entry: Mapping[str, Any]) -> None:
-        message = entry_to_message(entry)
-        if message is not None:
-            context.messages.append(message)
-            context.entry_ids.append(entry.get("id"))
-
-    if compaction_index < 0:
-        for entry in path:
-            emit(entry)
+    if not path:
         return context
-
-    compaction = path[compaction_index]
-    context.messages.append(compaction_summary_message(compaction))
-    context.entry_ids.append(compaction.get("id"))
-    first_kept = compaction.get("firstKeptEntryId")
-    found = False
-    for entry in path[:compaction_index]:
-        if entry.get("id") == first_kept:
-            found = True
-            _check_first_kept(entry, compaction, context)
-        if found:
-            emit(entry)
-    if not found:
-        context.diagnostics.append(
-            Diagnostic(
-                code="COMPACTION_FIRST_KEPT_NOT_ON_PATH",
-                message_index=0,
-                entry_id=compaction.get("id"),
-                message=(
-                    f"compaction {compaction.get('id')!r}: firstKeptEntryId {first_kept!r} is not on the path"
-                    " before it, so no message before the compaction is kept"
-                ),
+    context.leaf_id = _id(path[-1])
+    chosen, context.diagnostics = context_entries(path)
+    edits = _edits(chosen, context.diagnostics)
+    for index, entry in enumerate(chosen):
+        if entry.get("type") == "message" and entry.get("message") is None:
+            context.diagnostics.append(
+                _diagnostic("MESSAGE_ENTRY_WITHOUT_MESSAGE", entry,
+                            f"message entry {_id(entry)!r} has no message; it contributes nothing")
             )
-        )
-    for entry in path[compaction_index + 1 :]:
-        emit(entry)
+            continue
+        if entry.get("type") == "compaction" and index > 0:
+            continue  # only the latest compaction contributes its summary (pi 1.6)
+        messages = entry_messages(entry)
+        edit = edits.get(_id(entry) or "")
+        if edit is not None:
+            if edit.get("replacement") is not None and not any(
+                js.get(m, "role") in EDITABLE_ROLES for m in messages
+            ):
+                context.diagnostics.append(
+                    _diagnostic("CONTEXT_EDIT_NO_EFFECT", edit,
+                                f"context_edit {_id(edit)!r} replaces the content of {_id(entry)!r}, whose messages"
+                                " cannot be edited; no effect")
+                )
+            messages = apply_edit(messages, edit)
+        entry_id = _id(entry)
+        for message in messages:
+            context.messages.append(message)
+            context.entry_ids.append(entry_id)
     return context
-
-
-def _check_first_kept(entry: Mapping[str, Any], compaction: Mapping[str, Any], context: SessionContext) -> None:
-    message = entry.get("message") if entry.get("type") == "message" else None
-    if isinstance(message, dict) and message.get("role") == "toolResult":
-        context.diagnostics.append(
-            Diagnostic(
-                code="COMPACTION_FIRST_KEPT_IS_TOOL_RESULT",
-                message_index=1,
-                entry_id=compaction.get("id"),
-                message=(
-                    f"compaction {compaction.get('id')!r}: firstKeptEntryId {entry.get('id')!r} is a toolResult,"
-                    " so the kept messages start with a result whose call was summarised away"
-                ),
-            )
-        )

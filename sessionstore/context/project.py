@@ -1,4 +1,4 @@
-"""Projection to provider messages (SPEC 6): pi's ``convertToLlm``, the optional
+"""Projection to provider messages (SPEC 6, 12.6): pi 1.6's ``convertToLlm``, the optional
 ``transform_context`` hook and the provider-safe repairs pi's provider layer makes before a call.
 
 The source messages are never modified: unchanged roles are passed through as the same objects,
@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionstore.models.messages import registered_role
+from sessionstore.models import js
+from sessionstore.models.js import MISSING
+from sessionstore.models.messages import PROVIDER_ROLES, registered_role
 from sessionstore.validate import Diagnostic
 
 Json = dict[str, Any]
@@ -29,59 +31,58 @@ NO_RESULT_TEXT = "No result provided"
 
 
 def bash_execution_to_text(message: Json) -> str:
-    """pi's ``bashExecutionToText``, byte for byte."""
-    text = f"Ran `{message.get('command')}`\n"
-    output = message.get("output")
-    text += f"```\n{output}\n```" if output else "(no output)"
-    exit_code = message.get("exitCode")
-    if message.get("cancelled"):
+    """pi's ``bashExecutionToText``, byte for byte (fields read as JavaScript reads them)."""
+    text = f"Ran `{js.to_string(message.get('command', MISSING))}`\n"
+    output = message.get("output", MISSING)
+    text += f"```\n{js.to_string(output)}\n```" if js.truthy(output) else "(no output)"
+    exit_code = message.get("exitCode", MISSING)
+    if js.truthy(message.get("cancelled", MISSING)):
         text += "\n\n(command cancelled)"
-    elif exit_code is not None and exit_code != 0:
-        text += f"\n\nCommand exited with code {_js_str(exit_code)}"
-    if message.get("truncated") and message.get("fullOutputPath"):
-        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    elif not js.nullish(exit_code) and not _is_zero(exit_code):
+        text += f"\n\nCommand exited with code {js.to_string(exit_code)}"
+    if js.truthy(message.get("truncated", MISSING)) and js.truthy(message.get("fullOutputPath", MISSING)):
+        text += f"\n\n[Output truncated. Full output: {js.to_string(message['fullOutputPath'])}]"
     return text
 
 
-def _js_str(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def _is_zero(value: Any) -> bool:
+    """``value === 0`` (``-0`` included, ``false`` and ``"0"`` not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
 
 
 def _user_text(text: str, timestamp: Any) -> Json:
-    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+    return js.obj(("role", "user"), ("content", [{"type": "text", "text": text}]), ("timestamp", timestamp))
 
 
-def convert_message(message: Json) -> list[Json]:
-    """Provider messages for one AgentMessage ([] when it is not sent)."""
-    role = message.get("role")
-    if role in ("user", "assistant", "toolResult"):
+def convert_message(message: Any) -> list[Any]:
+    """Provider messages for one AgentMessage ([] when it is not sent): pi 1.6's ``convertToLlm``."""
+    role = js.get(message, "role")
+    if role in PROVIDER_ROLES:
         return [message]
     if role == "bashExecution":
-        if message.get("excludeFromContext"):
+        if js.truthy(message.get("excludeFromContext", MISSING)):
             return []
-        return [_user_text(bash_execution_to_text(message), message.get("timestamp"))]
+        return [_user_text(bash_execution_to_text(message), message.get("timestamp", MISSING))]
     if role == "custom":
-        content = message.get("content")
+        content = message.get("content", MISSING)
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        return [{"role": "user", "content": content, "timestamp": message.get("timestamp")}]
+        return [js.obj(("role", "user"), ("content", content), ("timestamp", message.get("timestamp", MISSING)))]
     if role == "branchSummary":
-        text = BRANCH_SUMMARY_PREFIX + str(message.get("summary")) + BRANCH_SUMMARY_SUFFIX
-        return [_user_text(text, message.get("timestamp"))]
+        text = BRANCH_SUMMARY_PREFIX + js.to_string(message.get("summary", MISSING)) + BRANCH_SUMMARY_SUFFIX
+        return [_user_text(text, message.get("timestamp", MISSING))]
     if role == "compactionSummary":
-        text = COMPACTION_SUMMARY_PREFIX + str(message.get("summary")) + COMPACTION_SUMMARY_SUFFIX
-        return [_user_text(text, message.get("timestamp"))]
+        text = COMPACTION_SUMMARY_PREFIX + js.to_string(message.get("summary", MISSING)) + COMPACTION_SUMMARY_SUFFIX
+        return [_user_text(text, message.get("timestamp", MISSING))]
     registered = registered_role(role) if isinstance(role, str) else None
     if registered is not None and registered.project is not None:
         return list(registered.project(message))
     return []
 
 
-def convert_to_llm(messages: Sequence[Json]) -> list[Json]:
-    """pi's ``convertToLlm``: AgentMessages -> ``user``/``assistant``/``toolResult`` messages."""
-    out: list[Json] = []
+def convert_to_llm(messages: Sequence[Any]) -> list[Any]:
+    """pi 1.6's ``convertToLlm``: AgentMessages -> ``system``/``user``/``assistant``/``toolResult`` messages."""
+    out: list[Any] = []
     for message in messages:
         out.extend(convert_message(message))
     return out
@@ -134,9 +135,11 @@ def _await(awaitable: Any) -> Any:
 def provider_safe(
     llm: Sequence[Json], sources: Sequence[int], entry_ids: Sequence[str | None]
 ) -> tuple[list[Json], list[Diagnostic]]:
-    """What pi's provider layer does before a call (``transformMessages``): drop assistant messages
-    that ended in ``error``/``aborted``, and give every tool call left without a result before the
-    next assistant or user message a synthetic ``isError`` result (``No result provided``).
+    """The model-independent part of what pi-ai does before a call (``transformMessages``, 1.6): a
+    message with null content gets ``[]``; assistant messages that ended in ``error``/``aborted`` are
+    dropped; every tool call left without a result before the next assistant or user message, or at
+    the end, gets a synthetic ``isError`` result (``No result provided``), and a ``system`` message met
+    while calls are pending follows those results.
 
     ``sources[i]`` is the AgentMessage index projected message ``i`` came from (for diagnostics);
     a synthetic result carries the timestamp of the message that made the call (pi uses the clock).
@@ -145,11 +148,12 @@ def provider_safe(
     diagnostics: list[Diagnostic] = []
     pending: list[tuple[Json, Json, int]] = []
     answered: set[Any] = set()
+    held: list[Json] = []
 
     def entry_of(source: int) -> str | None:
         return entry_ids[source] if 0 <= source < len(entry_ids) else None
 
-    def flush() -> None:
+    def close_pending() -> None:
         for call, owner, source in pending:
             if call.get("id") in answered:
                 continue
@@ -174,12 +178,15 @@ def provider_safe(
             )
         pending.clear()
         answered.clear()
+        out.extend(held)
+        held.clear()
 
     for message, source in zip(llm, sources, strict=True):
+        if js.nullish(message.get("content", MISSING)):
+            message = {**message, "content": []}
         role = message.get("role")
         if role == "assistant":
-            if pending:
-                flush()
+            close_pending()
             if message.get("stopReason") in ("error", "aborted"):
                 diagnostics.append(
                     Diagnostic(
@@ -200,10 +207,13 @@ def provider_safe(
         elif role == "toolResult":
             answered.add(message.get("toolCallId"))
             out.append(message)
+        elif role == "system" and pending:
+            held.append(message)
         else:
-            if role == "user" and pending:
-                flush()
+            if role == "user":
+                close_pending()
             out.append(message)
+    close_pending()
     return out, diagnostics
 
 
@@ -225,8 +235,6 @@ def project(
     llm: list[Json] = []
     sources: list[int] = []
     for index, message in enumerate(transformed):
-        if not isinstance(message, dict):
-            continue
         for projected in convert_message(message):
             llm.append(projected)
             sources.append(origin[index])

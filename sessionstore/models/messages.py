@@ -1,4 +1,4 @@
-"""Messages (SPEC 2): the three provider roles, pi's app roles, and roles registered by the application.
+"""Messages (SPEC 2, 12.2): the four provider roles, pi's app roles, and roles registered by the application.
 
 ``parse_agent_message`` turns wire data into the typed union; a role nobody registered becomes an
 :class:`UnknownMessage` that keeps every field. The constructors ``user_message``,
@@ -125,15 +125,38 @@ class CompactionSummaryMessage(WireModel):
     timestamp: int
 
 
+class ToolDefinition(WireModel):
+    """A tool a ``system`` message makes available (pi-ai's tool declaration; extras kept)."""
+
+    name: str
+    description: str = ""
+    parameters: FrozenJson = None
+
+
+class SystemMessage(WireModel):
+    """pi 1.6's fourth provider role: the base prompt (leading) or later instructions, named prompt
+    sections (``None`` removes a section) and the tools added or removed at this point."""
+
+    role: Literal["system"] = "system"
+    content: str | tuple[TextContent, ...]
+    sections: dict[str, str | None] | None = None
+    tools_added: tuple[ToolDefinition, ...] | None = None
+    tools_removed: tuple[dict[str, Any], ...] | None = None
+    timestamp: int
+
+
 class UnknownMessage(WireModel):
     """A message whose role no registry knows: kept verbatim, reported by validation, never sent."""
 
     role: str
 
 
-ProviderMessage = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
+ProviderMessage = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
 BuiltinAgentMessage = Annotated[
-    UserMessage
+    SystemMessage
+    | UserMessage
     | AssistantMessage
     | ToolResultMessage
     | BashExecutionMessage
@@ -145,7 +168,7 @@ BuiltinAgentMessage = Annotated[
 BUILTIN_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(BuiltinAgentMessage)
 PROVIDER_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderMessage)
 
-PROVIDER_ROLES = frozenset({"user", "assistant", "toolResult"})
+PROVIDER_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
 BUILTIN_ROLES = PROVIDER_ROLES | {"bashExecution", "custom", "branchSummary", "compactionSummary"}
 
 #: A projection turns a registered message (wire data) into provider messages (wire data); [] = never sent.
@@ -206,6 +229,28 @@ def user_message(content: str | list[Any], *, timestamp: int | None = None) -> U
     return UserMessage.model_validate(
         {"role": "user", "content": thaw(snap), "timestamp": now_ms() if timestamp is None else timestamp}
     )
+
+
+def system_message(
+    content: str | list[Any],
+    *,
+    sections: Mapping[str, str | None] | None = None,
+    tools_added: list[Mapping[str, Any]] | None = None,
+    tools_removed: list[str] | None = None,
+    timestamp: int | None = None,
+) -> SystemMessage:
+    """A ``system`` message (pi 1.6): ``content`` is a string or text blocks; ``sections`` maps a
+    section name to its text (``None`` removes it); ``tools_added`` are complete tool definitions
+    (``name``, ``description``, ``parameters``); ``tools_removed`` names tools that stop being available."""
+    data: dict[str, Any] = {"role": "system", "content": thaw(_snapshot(content, "content"))}
+    if sections is not None:
+        data["sections"] = thaw(_snapshot(dict(sections), "sections"))
+    if tools_added is not None:
+        data["toolsAdded"] = thaw(_snapshot(list(tools_added), "toolsAdded"))
+    if tools_removed is not None:
+        data["toolsRemoved"] = [{"name": name} for name in tools_removed]
+    data["timestamp"] = now_ms() if timestamp is None else timestamp
+    return SystemMessage.model_validate(data)
 
 
 def assistant_message(
@@ -278,6 +323,7 @@ __all__ = [
     "CompactionSummaryMessage",
     "CustomMessage",
     "ImageContent",
+    "SystemMessage",
     "TextContent",
     "ToolResultMessage",
     "UnknownMessage",
@@ -286,6 +332,7 @@ __all__ = [
     "known_roles",
     "parse_agent_message",
     "register_role",
+    "system_message",
     "tool_result_message",
     "user_message",
 ]

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 
-@lru_cache(maxsize=4096)
 def iso_to_ms(value: object) -> int | None:
     """Unix ms of an ISO 8601 timestamp, or ``None`` where ``Date.parse`` gives NaN.
 
@@ -14,6 +13,11 @@ def iso_to_ms(value: object) -> int | None:
     """
     if not isinstance(value, str) or not value:
         return None
+    return _iso_to_ms(value)
+
+
+@lru_cache(maxsize=4096)
+def _iso_to_ms(value: str) -> int | None:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -6,7 +6,10 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import orjson
+
 from sessionstore.models.timestamps import iso_to_ms
+from sessionstore.store.dbtext import to_db
 
 
 class NodeFacts(NamedTuple):
@@ -66,7 +69,11 @@ ENTRY_COLUMNS = (
 def entry_values(
     session_id: str, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None, payload: str
 ) -> tuple[Any, ...]:
-    """An ``entries`` row (columns as :data:`ENTRY_COLUMNS`); ``payload`` is the entry's stored JSON text."""
+    """An ``entries`` row (columns as :data:`ENTRY_COLUMNS`); ``payload`` is the entry's stored JSON text.
+
+    ``session_id`` is already in its stored form (:func:`~sessionstore.store.dbtext.to_db`); the
+    ``parent_id`` column names the parent the tree uses (``None`` for a root, also when the entry's
+    ``parentId`` names no entry: the payload keeps what the file said)."""
     kind = entry.get("type")
     role = None
     if kind == "message":
@@ -76,13 +83,13 @@ def entry_values(
     return (
         session_id,
         facts.seq,
-        entry["id"],
-        entry.get("parentId"),
+        to_db(entry["id"]),
+        None if parent_seq is None else to_db(entry["parentId"]),
         parent_seq,
         facts.depth,
-        str(kind),
-        role if isinstance(role, str) else None,
-        timestamp if isinstance(timestamp, str) else "",
+        to_db(kind) if isinstance(kind, str) else orjson.dumps(kind).decode(),
+        to_db(role) if isinstance(role, str) else None,
+        to_db(timestamp) if isinstance(timestamp, str) else "",
         payload,
         facts.ctx_depth,
         facts.compaction_seq,
@@ -139,8 +146,8 @@ class SessionStats:
         return {
             "entry_count": self.entry_count,
             "message_count": self.message_count,
-            "name": self.name,
-            "first_message": self.first_message,
+            "name": to_db(self.name),
+            "first_message": to_db(self.first_message),
             "modified_ms": self.modified_ms,
         }
 
@@ -174,6 +181,7 @@ class TreeIndex:
         # a million entries); a session of more than 2**31 - 1 entries cannot be imported.
         self._cells = array("i")
         self._count = 0
+        self._awaited: set[str] = set()  # parent ids named before any entry had them (roots so far)
 
     def __len__(self) -> int:
         return self._count
@@ -201,31 +209,38 @@ class TreeIndex:
         return depth if node == target else None
 
     def add(self, entry: dict[str, Any]) -> tuple[NodeFacts, int | None]:
-        """Index ``entry``; returns its facts and its parent's seq. Raises ``ValueError`` when its id
-        is already indexed or its parent is not.
+        """Index ``entry``; returns its facts and its parent's seq. A ``parentId`` that names no
+        indexed entry makes the entry a root, as pi reads it. Raises ``ValueError`` when the id is
+        already indexed, when the entry is its own parent, or when an earlier entry named it as its
+        parent (parents precede their children: the tree is stored in that order).
 
         The same facts as :func:`facts_for`, computed on the cells (this runs once per entry of an
         import)."""
         entry_id = entry["id"]
-        parent_id = entry["parentId"]
+        parent_id = entry.get("parentId")
         seq_of = self.seq_of
         seq = self._count
         taken = seq_of.get(entry_id) if isinstance(entry_id, str) else None
         if taken is not None and taken < seq:
             raise ValueError(f"duplicate id {entry_id!r}")
-        if parent_id is None:
-            parent_seq = None
+        if parent_id == entry_id:
+            raise ValueError("it is its own parent")
+        if self._awaited and entry_id in self._awaited:
+            raise ValueError("an earlier entry names it as its parent: parents must precede their children")
+        parent_seq = seq_of.get(parent_id) if isinstance(parent_id, str) and parent_id else None
+        if parent_seq is not None and parent_seq >= seq:
+            parent_seq = None  # (a shared seq_of may already hold the entry being added)
+        if parent_seq is None:
+            if isinstance(parent_id, str) and parent_id:
+                self._awaited.add(parent_id)
             depth = ctx_depth = 0
             compaction = model = thinking = _NONE
         else:
-            parent_seq = seq_of.get(parent_id) if isinstance(parent_id, str) else None
-            if parent_seq is None or parent_seq >= seq:
-                raise ValueError(f"parent {parent_id!r} not before it")
             _grand, depth, ctx_depth, compaction, model, thinking = self._cells[
                 parent_seq * _WIDTH : (parent_seq + 1) * _WIDTH
             ]
             depth += 1
-        kind = entry["type"]
+        kind = entry.get("type")
         if kind == "compaction":
             kept = self.kept_depth(entry.get("firstKeptEntryId"), parent_seq)
             ctx_depth = kept if kept is not None else depth

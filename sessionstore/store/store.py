@@ -32,11 +32,11 @@ from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.bulk import INSERT_BATCH, RowSink
+from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import (
     Durability,
     decode_payloads,
     default_url,
-    json_dumps,
     json_loads,
     make_engine,
 )
@@ -44,6 +44,7 @@ from sessionstore.store.facts import ENTRY_COLUMNS, NodeFacts, SessionStats, Tre
 from sessionstore.store.pgcopy import copy_payloads_out
 from sessionstore.store.rawtx import RawTx, entry_id_taken, raw_write
 from sessionstore.store.schema import entries, sessions
+from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
     SessionFileReader,
@@ -126,10 +127,11 @@ compressed into TOAST again, by every append)."""
 
 def _leaf_columns(leaf_id: str | None, facts: NodeFacts | None) -> Json:
     """The session row's leaf columns (see ``_SET_LEAF``): the leaf's id and its entry's facts."""
-    if facts is None:
+    if facts is None or leaf_id is None:
         return {"leaf_id": None, "leaf_seq": None, "leaf_depth": None, "leaf_ctx_depth": None,
                 "leaf_compaction_seq": None, "leaf_model_seq": None, "leaf_thinking_seq": None}
-    return {"leaf_id": leaf_id, "leaf_seq": facts.seq, "leaf_depth": facts.depth, "leaf_ctx_depth": facts.ctx_depth,
+    return {"leaf_id": to_db(leaf_id), "leaf_seq": facts.seq, "leaf_depth": facts.depth,
+            "leaf_ctx_depth": facts.ctx_depth,
             "leaf_compaction_seq": facts.compaction_seq, "leaf_model_seq": facts.model_seq,
             "leaf_thinking_seq": facts.thinking_seq}
 
@@ -146,10 +148,14 @@ class SessionHead:
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
+    """An imported file: its session, the entries stored, the lines skipped (lenient mode) and what
+    was read tolerantly, as pi reads it (entry-code diagnostics, in file order)."""
+
     session_id: str
     entries: int
     skipped: tuple[SkippedLine, ...] = ()
     leaf_id: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     def to_json(self) -> Json:
         return {
@@ -157,6 +163,7 @@ class ImportResult:
             "entries": self.entries,
             "skipped": [s.to_json() for s in self.skipped],
             "leafId": self.leaf_id,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
         }
 
 
@@ -201,6 +208,24 @@ class TreeNode:
             out["label"] = self.label
         out["children"] = [c.to_json() for c in self.children]
         return out
+
+
+@dataclass(slots=True)
+class LabelState:
+    """Labels as pi 1.6 resolves them (``labelsById``/``labelTimestampsById``): label entries in file
+    order; a truthy ``label`` sets the target's label (a target set again keeps its place in the
+    map), any other clears it (a later set puts the target at the end)."""
+
+    current: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+    def add(self, entry: Json) -> None:
+        if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
+            return
+        label = entry.get("label")
+        if isinstance(label, str) and label:
+            self.current[entry["targetId"]] = (label, entry.get("timestamp"))
+        else:
+            self.current.pop(entry["targetId"], None)
 
 
 @dataclass(slots=True)
@@ -253,14 +278,16 @@ class EntryStore:
             raise StoreError(f"database error: {exc}") from exc
 
     def _session_row(self, conn: Connection, session_id: str) -> Any:
-        row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+        row = conn.execute(select(sessions).where(sessions.c.id == to_db(session_id))).first()
         if row is None or row.deleting:
             raise SessionNotFoundError(session_id)
         return row
 
     def _seq_of(self, conn: Connection, session_id: str, entry_id: str) -> int:
         seq = conn.execute(
-            select(entries.c.seq).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
+            select(entries.c.seq).where(
+                entries.c.session_id == to_db(session_id), entries.c.entry_id == to_db(entry_id)
+            )
         ).scalar()
         if seq is None:
             raise EntryNotFoundError(session_id, entry_id)
@@ -301,7 +328,8 @@ class EntryStore:
         skipped = list(reader.skipped)
         if not isinstance(leaf_hint, _Unset) and result.leaf_id != leaf_hint:
             skipped.append(SkippedLine(1, f"header leafId {leaf_hint!r} names no imported entry; the leaf is the last"))
-        return ImportResult(result.session_id, result.entries, tuple(skipped), result.leaf_id)
+        return ImportResult(result.session_id, result.entries, tuple(skipped), result.leaf_id,
+                            tuple(reader.diagnostics))
 
     def insert_session(
         self,
@@ -328,7 +356,7 @@ class EntryStore:
         # and every parent is checked below, before its child, in this session; the two index probes per
         # row cost about a tenth of an import). PostgreSQL keeps its checks.
         with raw_write(self.engine, bulk=True) as tx:
-            if tx.one("SELECT 1 FROM sessions WHERE id = :sid", {"sid": session_id}) is not None:
+            if tx.one("SELECT 1 FROM sessions WHERE id = :sid", {"sid": to_db(session_id)}) is not None:
                 if not replace:
                     raise SessionExistsError(session_id)
                 self._raw_delete(tx, session_id)
@@ -343,7 +371,7 @@ class EntryStore:
                     stats.add(entry)
                     last_id = entry["id"]
                     payload = text if text is not None else self._payload(entry)
-                    sink.add(entry_values(session_id, entry, facts, parent_seq, payload))
+                    sink.add(entry_values(to_db(session_id), entry, facts, parent_seq, payload))
                     if progress is not None and len(index) % INSERT_BATCH == 0:
                         progress()
             if progress is not None:
@@ -355,7 +383,7 @@ class EntryStore:
                 elif not lenient_leaf:
                     raise JsonlError(source_name, 1, f"header leafId {leaf_id!r} names no entry")
             leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
-            tx.execute(_UPDATE_HEAD, {"sid": session_id, **_leaf_columns(leaf, leaf_facts), **stats.columns()})
+            tx.execute(_UPDATE_HEAD, {"sid": to_db(session_id), **_leaf_columns(leaf, leaf_facts), **stats.columns()})
         return ImportResult(session_id, len(index), (), leaf)
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
@@ -365,19 +393,19 @@ class EntryStore:
         ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
         (pi's own line for imported entries), on both backends."""
         with raw_write(self.engine, write=False) as tx:
-            row = tx.one(_export_header_sql(self.dialect), {"sid": session_id})
+            row = tx.one(_export_header_sql(self.dialect), {"sid": to_db(session_id)})
             if row is None or row[2]:
                 raise SessionNotFoundError(session_id)
             header, leaf_id, last = json_loads(row[0]), row[1], row[3]
             if leaf_id != last:
-                header["leafId"] = leaf_id
+                header["leafId"] = from_db(leaf_id)
             fp.write(dump_line(header))
             if self.dialect == "postgresql":
-                return copy_payloads_out(tx, session_id, fp)
+                return copy_payloads_out(tx, to_db(session_id), fp)
             connection = tx.cursor.connection
             connection.text_factory = bytes  # the stored UTF-8 text, written without decoding
             try:
-                tx.execute(_EXPORT, {"sid": session_id})
+                tx.execute(_EXPORT, {"sid": to_db(session_id)})
                 count = 0
                 while rows := tx.cursor.fetchmany(4096):
                     fp.write(b"\n".join(text for (text,) in rows) + b"\n")
@@ -399,7 +427,7 @@ class EntryStore:
         """Sessions, newest first (by last message time, then creation); reads no entry payload."""
         query = select(sessions).where(sessions.c.deleting.is_(False))
         if cwd is not None:
-            query = query.where(sessions.c.cwd == cwd)
+            query = query.where(sessions.c.cwd == to_db(cwd))
         with self._read() as conn:
             rows = conn.execute(query).all()
         infos = [_info(r) for r in rows]
@@ -408,13 +436,16 @@ class EntryStore:
 
     def leaf(self, session_id: str) -> str | None:
         with self._read() as conn:
-            return self._session_row(conn, session_id).leaf_id  # type: ignore[no-any-return]
+            leaf: str | None = self._session_row(conn, session_id).leaf_id
+        return from_db(leaf)
 
     def entry(self, session_id: str, entry_id: str) -> Json:
         with self._read() as conn:
             self._session_row(conn, session_id)
             payload = conn.execute(
-                select(entries.c.payload).where(entries.c.session_id == session_id, entries.c.entry_id == entry_id)
+                select(entries.c.payload).where(
+                    entries.c.session_id == to_db(session_id), entries.c.entry_id == to_db(entry_id)
+                )
             ).scalar()
         if payload is None:
             raise EntryNotFoundError(session_id, entry_id)
@@ -427,7 +458,7 @@ class EntryStore:
             return [
                 p
                 for (p,) in conn.execute(
-                    select(entries.c.payload).where(entries.c.session_id == session_id).order_by(entries.c.seq)
+                    select(entries.c.payload).where(entries.c.session_id == to_db(session_id)).order_by(entries.c.seq)
                 )
             ]
 
@@ -443,7 +474,9 @@ class EntryStore:
             return [
                 p
                 for (p,) in conn.execute(
-                    select(entries.c.payload).where(entries.c.session_id == session_id, cond).order_by(entries.c.seq)
+                    select(entries.c.payload)
+                    .where(entries.c.session_id == to_db(session_id), cond)
+                    .order_by(entries.c.seq)
                 )
             ]
 
@@ -453,7 +486,7 @@ class EntryStore:
             _leaf, facts = self._resolve_leaf(tx, session_id, leaf_id)
             if facts is None:
                 return []
-            rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": 0})
+            rows = tx.all(_PATH_RAW, {"sid": to_db(session_id), "leaf": facts.seq, "stop": 0})
         return decode_payloads([text for _seq, text in rows])
 
     def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
@@ -463,12 +496,12 @@ class EntryStore:
             leaf, facts = self._resolve_leaf(tx, session_id, leaf_id)
             if leaf is None or facts is None:
                 return ContextSlice(None, [], None, None)
-            path_rows = tx.all(_PATH_RAW, {"sid": session_id, "leaf": facts.seq, "stop": facts.ctx_depth})
+            path_rows = tx.all(_PATH_RAW, {"sid": to_db(session_id), "leaf": facts.seq, "stop": facts.ctx_depth})
             on_path = {seq for seq, _text in path_rows}
             extra: dict[int, str] = {}
             for seq in (facts.thinking_seq, facts.model_seq):
                 if seq is not None and seq not in on_path and seq not in extra:
-                    extra[seq] = tx.scalar(_PAYLOAD_BY_SEQ, {"sid": session_id, "seq": seq})
+                    extra[seq] = tx.scalar(_PAYLOAD_BY_SEQ, {"sid": to_db(session_id), "seq": seq})
         path = decode_payloads([text for _seq, text in path_rows])
         thinking = json_loads(extra[facts.thinking_seq]) if facts.thinking_seq in extra else None
         model = json_loads(extra[facts.model_seq]) if facts.model_seq in extra else None
@@ -481,24 +514,23 @@ class EntryStore:
             row = self._session_row(conn, session_id)
             rows = conn.execute(
                 select(entries.c.seq, entries.c.parent_seq, entries.c.payload)
-                .where(entries.c.session_id == session_id)
+                .where(entries.c.session_id == to_db(session_id))
                 .order_by(entries.c.seq)
             ).all()
         nodes: dict[int, TreeNode] = {}
         parent_of: dict[int, int | None] = {}
         by_id: dict[str, TreeNode] = {}
         roots: list[TreeNode] = []
-        labels: dict[str, str | None] = {}
+        labels = LabelState()
         for seq, parent_seq, payload in rows:
             node = TreeNode(payload)
             nodes[seq] = node
             parent_of[seq] = parent_seq
             by_id[payload["id"]] = node
             (roots if parent_seq is None else nodes[parent_seq].children).append(node)
-            if payload.get("type") == "label":
-                labels[payload.get("targetId")] = payload.get("label")
-        for target, label in labels.items():
-            if target in by_id and label:
+            labels.add(payload)
+        for target, (label, _timestamp) in labels.current.items():
+            if target in by_id:
                 by_id[target].label = label
         seq_on_path = row.leaf_seq
         while seq_on_path is not None:
@@ -507,18 +539,24 @@ class EntryStore:
         return roots
 
     def labels(self, session_id: str) -> dict[str, str]:
-        """Resolved labels: target entry id -> label (the latest label entry per target wins)."""
+        """Resolved labels: target entry id -> label, over every entry in append order (any branch),
+        as pi resolves them (see :class:`LabelState`)."""
+        return {target: label for target, (label, _ts) in self.label_state(session_id).current.items()}
+
+    def label_state(self, session_id: str) -> LabelState:
+        """pi's label map of the session: labels in the order pi's map holds them, with the timestamp
+        of the label entry that set each."""
         with self._read() as conn:
             self._session_row(conn, session_id)
             rows = conn.execute(
                 select(entries.c.payload)
-                .where(entries.c.session_id == session_id, entries.c.type == "label")
+                .where(entries.c.session_id == to_db(session_id), entries.c.type == "label")
                 .order_by(entries.c.seq)
             ).all()
-        resolved: dict[str, str | None] = {}
+        state = LabelState()
         for (payload,) in rows:
-            resolved[payload.get("targetId")] = payload.get("label")
-        return {k: v for k, v in resolved.items() if v}
+            state.add(payload)
+        return state
 
     # -- writing -------------------------------------------------------------------------------
     def create_session(
@@ -610,9 +648,10 @@ class EntryStore:
             head.stats.add(entry)
             texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             parent_seq = None if parent_facts is None else parent_facts.seq
-            tx.execute(self._insert_sql, entry_values(session_id, entry, facts, parent_seq, self._payload(entry)))
+            row = entry_values(to_db(session_id), entry, facts, parent_seq, self._payload(entry))
+            tx.execute(self._insert_sql, row)
             tx.execute(_UPDATE_HEAD if texts_changed else _UPDATE_HEAD_COUNTS,
-                       {"sid": session_id, **_leaf_columns(entry["id"], facts), **head.stats.columns()})
+                       {"sid": to_db(session_id), **_leaf_columns(entry["id"], facts), **head.stats.columns()})
 
     def _payload(self, entry: Json) -> str:
         """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
@@ -629,9 +668,9 @@ class EntryStore:
 
     def _raw_delete(self, tx: RawTx, session_id: str) -> None:
         # The append-only trigger lets entries go only while their session is marked as deleting.
-        tx.execute("UPDATE sessions SET deleting = TRUE WHERE id = :sid", {"sid": session_id})
-        tx.execute("DELETE FROM entries WHERE session_id = :sid", {"sid": session_id})
-        tx.execute("DELETE FROM sessions WHERE id = :sid", {"sid": session_id})
+        tx.execute("UPDATE sessions SET deleting = TRUE WHERE id = :sid", {"sid": to_db(session_id)})
+        tx.execute("DELETE FROM entries WHERE session_id = :sid", {"sid": to_db(session_id)})
+        tx.execute("DELETE FROM sessions WHERE id = :sid", {"sid": to_db(session_id)})
 
     @cached_property
     def _insert_sql(self) -> str:
@@ -645,12 +684,13 @@ class EntryStore:
         (SQLite's ``BEGIN IMMEDIATE`` already serialises writers; PostgreSQL locks the row, and a
         writer that waited for the lock reads the row the previous writer left)."""
         sql = _HEAD + " FOR UPDATE" if lock and self.dialect == "postgresql" else _HEAD
-        row = tx.one(sql, {"sid": session_id})
+        row = tx.one(sql, {"sid": to_db(session_id)})
         if row is None or row[6]:
             raise SessionNotFoundError(session_id)
         leaf_id, count, messages, name, first, modified = row[:6]
         facts = None if row[7] is None else NodeFacts(*row[7:13])
-        return SessionHead(session_id, leaf_id, facts, SessionStats(int(count), int(messages), name, first, modified))
+        stats = SessionStats(int(count), int(messages), from_db(name), from_db(first), modified)
+        return SessionHead(session_id, from_db(leaf_id), facts, stats)
 
     def _resolve_leaf(
         self, tx: RawTx, session_id: str, leaf_id: str | _Unset | None
@@ -665,7 +705,7 @@ class EntryStore:
         return leaf, self._raw_facts(tx, session_id, entry_id=leaf)
 
     def _raw_facts(self, tx: RawTx, session_id: str, *, entry_id: str) -> NodeFacts:
-        row = tx.one(_FACTS_BY_ID, {"sid": session_id, "eid": entry_id})
+        row = tx.one(_FACTS_BY_ID, {"sid": to_db(session_id), "eid": to_db(entry_id)})
         if row is None:
             raise EntryNotFoundError(session_id, entry_id)
         return NodeFacts(*row)
@@ -674,10 +714,10 @@ class EntryStore:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
         if not isinstance(first_kept, str):
             return None
-        target = tx.one(_SEQ_DEPTH_BY_ID, {"sid": session_id, "eid": first_kept})
+        target = tx.one(_SEQ_DEPTH_BY_ID, {"sid": to_db(session_id), "eid": to_db(first_kept)})
         if target is None:
             return None
-        found = tx.scalar(_ANCESTOR_RAW, {"sid": session_id, "leaf": parent_seq, "stop": target[1],
+        found = tx.scalar(_ANCESTOR_RAW, {"sid": to_db(session_id), "leaf": parent_seq, "stop": target[1],
                                           "target": target[0]})
         return int(target[1]) if found else None
 
@@ -689,13 +729,13 @@ class EntryStore:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
             facts = None if entry_id is None else self._raw_facts(tx, session_id, entry_id=entry_id)
             tx.execute(f"UPDATE sessions SET {_SET_LEAF} WHERE id = :sid",
-                       {"sid": session_id, **_leaf_columns(entry_id, facts)})
+                       {"sid": to_db(session_id), **_leaf_columns(entry_id, facts)})
 
     def count_entries(self, session_id: str) -> int:
         with self._read() as conn:
             self._session_row(conn, session_id)
             return int(
-                conn.execute(select(func.count()).select_from(entries).where(entries.c.session_id == session_id))
+                conn.execute(select(func.count()).select_from(entries).where(entries.c.session_id == to_db(session_id)))
                 .scalar_one()
             )
 
@@ -717,26 +757,32 @@ def new_header(
 
 
 def _session_values(header: Json) -> Json:
+    """The ``sessions`` row of a new session (text in its stored form, the header as pi writes it)."""
+    def text(key: str) -> str:
+        value = header.get(key)
+        return to_db(value) if isinstance(value, str) else ""
+
+    parent = header.get("parentSession")
     return {
-        "id": str(header["id"]),
+        "id": to_db(str(header["id"])),
         "version": CURRENT_VERSION,
-        "cwd": header.get("cwd") if isinstance(header.get("cwd"), str) else "",
-        "created": header.get("timestamp") if isinstance(header.get("timestamp"), str) else "",
-        "parent_session": header.get("parentSession") if isinstance(header.get("parentSession"), str) else None,
-        "header": json_dumps(header),
+        "cwd": text("cwd"),
+        "created": text("timestamp"),
+        "parent_session": to_db(parent) if isinstance(parent, str) else None,
+        "header": dump_line(header)[:-1].decode(),
     }
 
 
 def _info(row: Any) -> SessionInfo:
     return SessionInfo(
-        id=row.id,
-        cwd=row.cwd,
-        created=row.created,
-        name=row.name,
-        parent_session=row.parent_session,
-        leaf_id=row.leaf_id,
+        id=from_db(row.id),
+        cwd=from_db(row.cwd),
+        created=from_db(row.created),
+        name=from_db(row.name),
+        parent_session=from_db(row.parent_session),
+        leaf_id=from_db(row.leaf_id),
         entry_count=int(row.entry_count),
         message_count=int(row.message_count),
-        first_message=row.first_message,
+        first_message=from_db(row.first_message),
         modified_ms=row.modified_ms,
     )

@@ -3,11 +3,13 @@
 from sessionstore.validate.codes import (
     CONTEXT_CODES,
     DIAGNOSTIC_CODES,
+    ENTRY_CODES,
     ERROR_CODES,
     LINKAGE_CODES,
     SHAPE_CODES,
     ContextCode,
     DiagnosticCode,
+    EntryCode,
     LinkageCode,
     ShapeCode,
 )
@@ -17,12 +19,14 @@ from sessionstore.validate.transcript import validate_transcript
 __all__ = [
     "CONTEXT_CODES",
     "DIAGNOSTIC_CODES",
+    "ENTRY_CODES",
     "ERROR_CODES",
     "LINKAGE_CODES",
     "SHAPE_CODES",
     "ContextCode",
     "Diagnostic",
     "DiagnosticCode",
+    "EntryCode",
     "LinkageCode",
     "ShapeCode",
     "validate_transcript",

@@ -31,12 +31,13 @@ from sessionstore.validate._read import (
 from sessionstore.validate.codes import ShapeCode
 
 BUILTIN_ROLES: Final = frozenset(
-    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+    {"system", "user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
 )
-"""Roles with built-in shape rules: pi's provider roles and its coding-agent app roles."""
+"""Roles with built-in shape rules: pi 1.6's four provider roles and its coding-agent app roles."""
 
 _BLOCK_TYPES: Final = frozenset({"text", "thinking", "image", "toolCall"})
 _MEDIA_BLOCKS: Final = ("image", "text")
+_TEXT_BLOCKS: Final = ("text",)
 _ASSISTANT_BLOCKS: Final = ("text", "thinking", "toolCall")
 
 _Fields = Mapping[Any, Any]
@@ -252,6 +253,48 @@ def _check_tool_call(scan: ShapeScan, index: int, path: str, block_index: int, f
 # Role rules.
 
 
+def _system(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
+    _check_content(
+        scan,
+        index,
+        path,
+        fields,
+        blocks=_TEXT_BLOCKS,
+        text_allowed=True,
+        code="INVALID_MESSAGE",
+        owner="system",
+    )
+    sections = read_field(fields, "sections")
+    if sections is not MISSING and sections is not None:
+        mapping = as_mapping(sections)
+        if type(mapping) is Unreadable:
+            scan.report(index, "UNREADABLE_VALUE", f"{path}.sections: {mapping.explain()}")
+        elif type(mapping) is NotAMapping:
+            scan.report(index, "INVALID_MESSAGE", f"{path}.sections: expected an object, got {mapping.got}")
+        else:
+            for name, text in list(mapping.items()):
+                if text is not None and exact_str(text) is None:
+                    scan.report(index, "INVALID_MESSAGE", f"{path}.sections[{quote(str(name))}]: expected a"
+                                f" string or null, got {type_name(text)}")
+    for key in ("toolsAdded", "toolsRemoved"):
+        tools = read_field(fields, key)
+        if tools is MISSING or tools is None:
+            continue
+        read = read_sequence(tools)
+        if type(read) is Unreadable:
+            scan.report(index, "UNREADABLE_VALUE", f"{path}.{key}: {read.explain()}")
+            continue
+        if read is None:
+            scan.report(index, "INVALID_MESSAGE", f"{path}.{key}: expected a list of tools, got {type_name(tools)}")
+            continue
+        for tool_index, tool in enumerate(read.items):
+            tool_fields = as_mapping(tool)
+            if type(tool_fields) is Unreadable or type(tool_fields) is NotAMapping:
+                scan.report(index, "INVALID_MESSAGE", f"{path}.{key}[{tool_index}]: expected a tool object")
+                continue
+            _read_str(scan, index, f"{path}.{key}[{tool_index}]", tool_fields, "name", "INVALID_MESSAGE")
+
+
 def _user(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
     _check_content(
         scan,
@@ -321,6 +364,7 @@ def _summary(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
 
 
 _ROLE_RULES: Final[dict[str, Callable[[ShapeScan, int, str, _Fields], None]]] = {
+    "system": _system,
     "user": _user,
     "assistant": _assistant,
     "toolResult": _tool_result,

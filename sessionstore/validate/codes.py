@@ -6,7 +6,9 @@ three families:
 * shape codes: a value does not have pi's wire shape (SPEC 1, 2);
 * linkage codes: tool calls and tool results do not form valid tool rounds (SPEC 7);
 * context codes: context building and projection had to repair or drop something (SPEC 5, 6).
-  The transcript validator never produces these; the context and provider modules do.
+  The transcript validator never produces these; the context and provider modules do;
+* entry codes: a session file entry that pi 1.6 loads lacks part of its shape (SPEC 12.9); the
+  entry is stored verbatim and read as pi reads it. Import and context building report these.
 
 Shape and linkage codes are errors (``ERROR_CODES``): ``sessionstore validate`` exits 1 when any
 is reported. ``MISSING_TOOL_RESULT`` is a linkage error even though real sessions contain it
@@ -49,10 +51,20 @@ ContextCode = Literal[
     "TRANSFORM_CONTEXT_FAILED",
     "PROVIDER_SAFE_DROPPED_ASSISTANT",
     "PROVIDER_SAFE_SYNTHETIC_RESULT",
+    "CONTEXT_EDIT_WITHOUT_REPLACEMENT",
+    "CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT",
+    "CONTEXT_EDIT_NO_EFFECT",
+    "MESSAGE_ENTRY_WITHOUT_MESSAGE",
 ]
 
-DiagnosticCode = Literal[ShapeCode, LinkageCode, ContextCode]
-"""Every diagnostic code sessionstore emits (the union of the three families)."""
+EntryCode = Literal[
+    "INVALID_ENTRY",
+    "PARENT_NOT_FOUND",
+    "HEADER_VERSION_NEWER",
+]
+
+DiagnosticCode = Literal[ShapeCode, LinkageCode, ContextCode, EntryCode]
+"""Every diagnostic code sessionstore emits (the union of the four families)."""
 
 _SHAPE_DOCS: Final[dict[ShapeCode, str]] = {
     "TRANSCRIPT_NOT_A_LIST": "The transcript is not a list (a non-text sequence) of messages.",
@@ -95,10 +107,27 @@ _CONTEXT_DOCS: Final[dict[ContextCode, str]] = {
     "stopReason is error or aborted.",
     "PROVIDER_SAFE_SYNTHETIC_RESULT": "Provider-safe projection inserted a synthetic toolResult for a "
     "tool call left without a result.",
+    "CONTEXT_EDIT_WITHOUT_REPLACEMENT": "A context_edit has no replacement key (pi throws on it); it is "
+    "ignored.",
+    "CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT": "A context_edit targets an entry that is not part of this "
+    "context (another branch, or summarised away); it has no effect.",
+    "CONTEXT_EDIT_NO_EFFECT": "A context_edit replaces the content of an entry whose messages cannot be "
+    "edited (compaction, branch summary, bash execution, system message); it has no effect.",
+    "MESSAGE_ENTRY_WITHOUT_MESSAGE": "A message entry has no message (pi's context building fails on "
+    "it); the entry contributes nothing.",
+}
+
+_ENTRY_DOCS: Final[dict[EntryCode, str]] = {
+    "INVALID_ENTRY": "A session entry lacks a field of its type or has one of the wrong type; it is "
+    "stored verbatim and read as pi reads it (missing content becomes empty).",
+    "PARENT_NOT_FOUND": "An entry's parentId names no entry of the session; as in pi, the entry is a "
+    "root. The file is stored and exported unchanged.",
+    "HEADER_VERSION_NEWER": "The session header's version is newer than 3; as pi does, the file is read "
+    "as version 3.",
 }
 
 DIAGNOSTIC_CODES: Final[dict[str, str]] = {
-    code: doc for docs in (_SHAPE_DOCS, _LINKAGE_DOCS, _CONTEXT_DOCS) for code, doc in docs.items()
+    code: doc for docs in (_SHAPE_DOCS, _LINKAGE_DOCS, _CONTEXT_DOCS, _ENTRY_DOCS) for code, doc in docs.items()
 }
 """Every diagnostic code -> its one-line documentation, in family order."""
 
@@ -110,6 +139,9 @@ LINKAGE_CODES: Final[frozenset[LinkageCode]] = frozenset(_LINKAGE_DOCS)
 
 CONTEXT_CODES: Final[frozenset[ContextCode]] = frozenset(_CONTEXT_DOCS)
 """Codes for repairs and drops made while building or projecting context (warnings)."""
+
+ENTRY_CODES: Final[frozenset[EntryCode]] = frozenset(_ENTRY_DOCS)
+"""Codes for file entries read tolerantly, as pi reads them (warnings)."""
 
 ERROR_CODES: Final[frozenset[DiagnosticCode]] = frozenset((*SHAPE_CODES, *LINKAGE_CODES))
 """Codes that make ``validate`` fail: shape and linkage codes."""

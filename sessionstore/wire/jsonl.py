@@ -1,11 +1,18 @@
 """Reading and writing pi JSONL session files.
 
-Reading streams the file line by line: each line is parsed, upgraded to v3 and checked (shape of
-the entry, unique ids, parent present earlier in the file, no self-parent). A bad line raises
-:class:`~sessionstore.errors.JsonlError` (``file:line: reason``); in lenient mode it is skipped and
-recorded in :attr:`SessionFileReader.skipped` instead (entries whose parent was skipped are
-skipped too). pi always writes a parent before its children, so a parent that appears later in the
-file is a forward reference or a cycle and is refused.
+Reading streams the file line by line. It loads what pi 1.6 loads: each entry line is kept
+verbatim, and what pi reads tolerantly (a missing field, a field of the wrong type, a parent that
+names no entry) is reported in :attr:`SessionFileReader.diagnostics`, never refused. It refuses,
+raising :class:`~sessionstore.errors.JsonlError` (``file:line: reason``), what pi cannot load or
+would silently skip as unparsable, and the ambiguities pi hangs on:
+
+- a line that is not a JSON object (invalid JSON, invalid UTF-8, a byte order mark, ``NaN`` or
+  ``Infinity``, nesting deeper than :data:`MAX_JSON_DEPTH`, an array, a number, ...);
+- a missing or bad header, a second header;
+- an entry without a non-empty string id, a duplicate id, an entry that is its own parent, and a
+  parent that comes after its child (pi never writes one; with duplicates it is how parent cycles arise).
+
+In lenient mode a refused line is skipped and recorded in :attr:`SessionFileReader.skipped` instead.
 """
 
 from __future__ import annotations
@@ -14,7 +21,6 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,11 +28,17 @@ import orjson
 from pydantic import ValidationError
 
 from sessionstore.errors import JsonlError
-from sessionstore.models.entries import SessionHeader, parse_entry
+from sessionstore.models.entries import SessionHeader, entry_problems
+from sessionstore.models.js import js_number
+from sessionstore.validate import Diagnostic
 from sessionstore.wire.migrate import Upgrader
 
 CURRENT_VERSION = 3
 SUPPORTED_VERSIONS = (1, 2, 3)
+MAX_JSON_DEPTH = 200
+"""Deepest nesting of arrays and objects a line may have (a real session entry is about 10 deep)."""
+MAX_DIAGNOSTICS = 10_000
+"""Diagnostics kept per file; past that they are counted (:attr:`SessionFileReader.diagnostics_dropped`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,18 +62,64 @@ def format_validation_error(exc: ValidationError, *, tagged: bool = False) -> st
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _loads(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # orjson refuses some valid JSON (integers beyond 64 bits, lone surrogate escapes).
-        return json.loads(raw)
-
-
 def _type_name(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(value), "number"
     )
+
+
+class LineRefused(ValueError):
+    """A line cannot be read as pi's JSON; ``str()`` is the reason."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise LineRefused(f"{name} is not JSON (JSON.parse refuses it)")
+
+
+def _depth_at_most(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects at most ``limit`` deep (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, dict | list))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return True
+
+
+def parse_line(raw: bytes) -> Any:
+    """The JSON value of one line, as ``JSON.parse`` reads it; raises :class:`LineRefused`.
+
+    orjson reads almost every line; what it refuses is read again strictly: the bytes must be UTF-8
+    (no byte order mark), ``NaN``/``Infinity`` are refused, and lone surrogate escapes and integers
+    beyond 64 bits are accepted as JSON allows them."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        value = _parse_strictly(raw, exc)
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and not _depth_at_most(value, MAX_JSON_DEPTH):
+        raise LineRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _parse_strictly(raw: bytes, orjson_error: orjson.JSONDecodeError) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LineRefused(f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
+    if text.startswith("\ufeff"):
+        raise LineRefused("a UTF-8 byte order mark starts the line (JSON.parse refuses it)")
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except LineRefused:
+        raise
+    except RecursionError:
+        raise LineRefused(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:
+        raise LineRefused(f"invalid JSON: {orjson_error}") from None
 
 
 class _LineError(Exception):
@@ -104,20 +162,25 @@ class SessionFileReader:
             self._path = None
         self.lenient = lenient
         self.skipped: list[SkippedLine] = []
+        self.diagnostics: list[Diagnostic] = []
+        """What pi reads tolerantly (entry codes), in file order; at most :data:`MAX_DIAGNOSTICS`."""
+        self.diagnostics_dropped = 0
         self.ids: dict[str, int] = {}
         """Ids of the entries yielded so far -> their position (0, 1, ...); a consumer that numbers
         entries the same way may share this dict instead of building its own (memory on huge files)."""
         self.bytes_read = 0
         self._line = 0
         self._index = 0
+        # parent id -> line of the first entry that named it before it was seen (read as a root)
+        self._awaited: dict[str, int] = {}
         try:
             self.header = self._read_header()
         except BaseException:
             self.close()
             raise
         version = self.header.get("version", 1)
-        self.source_version: int = version
-        self._upgrader = Upgrader(version)
+        self.source_version: int = min(version, CURRENT_VERSION)
+        self._upgrader = Upgrader(self.source_version)
         self._upgrader.upgrade_header(self.header)
 
     def close(self) -> None:
@@ -141,6 +204,14 @@ class SessionFileReader:
     def _error(self, line: int | None, reason: str) -> JsonlError:
         return JsonlError(self.name, line, reason)
 
+    def _note(self, code: Any, line: int, entry_id: str | None, reason: str) -> None:
+        if len(self.diagnostics) >= MAX_DIAGNOSTICS:
+            self.diagnostics_dropped += 1
+            return
+        where = f"line {line}" + (f", entry {entry_id!r}" if entry_id is not None else "")
+        self.diagnostics.append(Diagnostic(code=code, message_index=None, entry_id=entry_id,
+                                           message=f"{where}: {reason}"))
+
     def _read_header(self) -> dict[str, Any]:
         self._lines = self._raw_lines()
         first = next(self._lines, None)
@@ -148,19 +219,22 @@ class SessionFileReader:
             raise self._error(None, "empty file: no session header")
         line, raw = first
         try:
-            header = _loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise self._error(line, f"invalid JSON in the session header: {exc}") from exc
+            header = parse_line(raw)
+        except LineRefused as exc:
+            raise self._error(line, f"the session header is not readable: {exc}") from None
         if not isinstance(header, dict) or header.get("type") != "session":
             got = header.get("type") if isinstance(header, dict) else _type_name(header)
             raise self._error(line, f"the first line must be a session header (type 'session'), got {got!r}")
         try:
             SessionHeader.model_validate(header)
         except ValidationError as exc:
-            raise self._error(line, f"bad session header: {format_validation_error(exc)}") from exc
+            raise self._error(line, f"bad session header: {format_validation_error(exc)}") from None
         version = header.get("version", 1)
-        if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise self._error(line, f"unsupported session file version {version!r} (supported: 1, 2, 3)")
+        if version > CURRENT_VERSION:
+            self._note("HEADER_VERSION_NEWER", line, None,
+                       f"session file version {version} is newer than 3; read as version 3, as pi does")
         self._index = 1
         return header
 
@@ -174,7 +248,6 @@ class SessionFileReader:
         """Yield ``(line, entry, text)``: ``text`` is the entry's JSON as pi writes it, the line itself
         when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
         seen = self.ids
-        skipped_ids: dict[str, int] = {}
         line = self._line
         try:
             # the file's lines straight, not through ``_raw_lines`` (a generator per line costs ~0.5 us)
@@ -185,29 +258,24 @@ class SessionFileReader:
                 if not raw.strip():
                     continue
                 try:
-                    entry, changed = self._entry(line, raw, seen, skipped_ids)
+                    entry, changed = self._entry(line, raw, seen)
                 except _LineError as exc:
-                    reason = str(exc)
                     if not self.lenient:
-                        if "names no earlier entry" in reason:
-                            reason += self._explain_missing_parent(line, raw)
-                        raise self._error(line, reason) from None
-                    self.skipped.append(SkippedLine(line, reason))
+                        raise self._error(line, str(exc)) from None
+                    self.skipped.append(SkippedLine(line, str(exc)))
                     self._upgrader.skipped()
                     continue
                 seen[entry["id"]] = len(seen)
                 self._upgrader.accepted(entry["id"])
-                yield line, entry, _entry_text(entry, raw.strip(), changed).decode("utf-8", "surrogatepass")
+                yield line, entry, _entry_text(entry, raw.strip(), changed).decode("utf-8")
         finally:
             self.close()
 
-    def _entry(
-        self, line: int, raw: bytes, seen: dict[str, int], skipped_ids: dict[str, int]
-    ) -> tuple[dict[str, Any], str]:
+    def _entry(self, line: int, raw: bytes, seen: dict[str, int]) -> tuple[dict[str, Any], str]:
         try:
-            entry = _loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _LineError(f"invalid JSON: {exc}") from None
+            entry = parse_line(raw)
+        except LineRefused as exc:
+            raise _LineError(str(exc)) from None
         index = self._index
         self._index += 1  # pi counts every parsed object, good or bad, when it numbers v1 entries
         if not isinstance(entry, dict):
@@ -216,32 +284,58 @@ class SessionFileReader:
         if kind == "session":
             raise _LineError("a second session header")
         changed = self._upgrader.upgrade(entry, index)
-        try:
-            parse_entry(entry)
-        except ValidationError as exc:
-            entry_id = entry.get("id")
-            if isinstance(entry_id, str):
-                skipped_ids[entry_id] = line
-            raise _LineError(f"bad {kind!r} entry: {format_validation_error(exc, tagged=True)}") from None
-        entry_id = entry["id"]
-        parent = entry["parentId"]
+        entry_id = entry.get("id")
+        if not isinstance(entry_id, str) or not entry_id:
+            got = "no id" if "id" not in entry else f"id {entry_id!r}"
+            raise _LineError(f"entry has {got}: an entry needs a non-empty string id")
         if entry_id in seen:
             first = self._first_line_of(entry_id)
             where = f" (first on line {first})" if first is not None else ""
             raise _LineError(f"duplicate entry id {entry_id!r}{where}")
-        if parent is not None:
+        if entry_id in self._awaited:
+            child_line = self._awaited[entry_id]
+            raise _LineError(
+                f"entry {entry_id!r} is named as parent by the entry on line {child_line}, which comes before"
+                f" it: parents must precede their children{self._cycle_note(entry_id, entry.get('parentId'))}"
+            )
+        parent = entry.get("parentId")
+        if isinstance(parent, str) and parent:
             if parent == entry_id:
-                skipped_ids[entry_id] = line
-                raise _LineError(f"entry {entry_id!r} is its own parent")
+                raise _LineError(f"entry {entry_id!r} is its own parent (pi would loop on it)")
             if parent not in seen:
-                skipped_ids[entry_id] = line
-                if parent in skipped_ids:
-                    raise _LineError(
-                        f"parentId {parent!r} names no earlier entry (that entry, line {skipped_ids[parent]},"
-                        " was refused)"
-                    )
-                raise _LineError(f"parentId {parent!r} names no earlier entry")
+                self._awaited.setdefault(parent, line)
+                self._note("PARENT_NOT_FOUND", line, entry_id,
+                           f"parentId {parent!r} names no earlier entry: the entry is a root, as pi reads it")
+        elif parent is not None or "parentId" not in entry:
+            got = "missing" if "parentId" not in entry else "an empty string" if parent == "" else _type_name(parent)
+            self._note("INVALID_ENTRY", line, entry_id, f"parentId is {got}: the entry is a root, as pi reads it")
+        for problem in entry_problems(entry):
+            self._note("INVALID_ENTRY", line, entry_id, f"{kind!s} entry: {problem}")
         return entry, changed
+
+    def _cycle_note(self, entry_id: str, parent: Any) -> str:
+        """Error path only: whether ``entry_id``'s own ancestors include the entry waiting for it (a
+        parent cycle), read again from the file (parents are not kept per entry, to keep memory small)."""
+        if not self._path or not isinstance(parent, str):
+            return ""
+        parents: dict[str, Any] = {}
+        try:
+            with open(self._path, "rb") as fp:
+                for raw in fp:
+                    try:
+                        other = parse_line(raw) if raw.strip() else None
+                    except LineRefused:
+                        continue
+                    if isinstance(other, dict) and isinstance(other.get("id"), str):
+                        parents.setdefault(other["id"], other.get("parentId"))
+        except OSError:
+            return ""
+        node: Any = parent
+        visited = {entry_id}
+        while isinstance(node, str) and node in parents and node not in visited:
+            visited.add(node)
+            node = parents[node]
+        return "; the parents form a cycle (pi would loop on it)" if node == entry_id else ""
 
     def _first_line_of(self, entry_id: str) -> int | None:
         """Error path only: the line where ``entry_id`` first appears (ids are not kept per line, to
@@ -256,8 +350,8 @@ class SessionFileReader:
                     if not raw.strip() or number == 1:
                         continue
                     try:
-                        entry = _loads(raw)
-                    except ValueError:
+                        entry = parse_line(raw)
+                    except LineRefused:
                         continue
                     index += 1
                     if isinstance(entry, dict):
@@ -268,35 +362,6 @@ class SessionFileReader:
             return None
         return None
 
-    def _explain_missing_parent(self, line: int, raw: bytes) -> str:
-        """Error path only: read on to say whether the parent comes later (forward reference or cycle)."""
-        try:
-            me = _loads(raw)
-            wanted = me.get("parentId")
-            parents: dict[str, Any] = {me.get("id"): wanted}
-            later_line = None
-            for other_line, other_raw in self._raw_lines():
-                try:
-                    other = _loads(other_raw)
-                except ValueError:
-                    continue
-                if isinstance(other, dict) and isinstance(other.get("id"), str):
-                    parents.setdefault(other["id"], other.get("parentId"))
-                    if other["id"] == wanted and later_line is None:
-                        later_line = other_line
-            if later_line is None:
-                return ""
-            seen = {me.get("id")}
-            node = wanted
-            while node in parents and node not in seen:
-                seen.add(node)
-                node = parents[node]
-            if node == me.get("id"):
-                return f"; it comes later (line {later_line}) and the parents form a cycle"
-            return f"; it comes later (line {later_line}): parents must precede their children"
-        except Exception:
-            return ""
-
 
 # Floats whose shortest form JavaScript writes differently: "5.0" (JS: 5) and exponents (JS uses fixed
 # notation for 1e-6 <= |x| < 1e21 and writes "1e-7"/"1e+21" otherwise). A cheap search finds the
@@ -305,18 +370,6 @@ class SessionFileReader:
 _MAYBE_JS_DIFF = re.compile(rb"\d\.0[,}\]]|\d[eE][+-]?\d")
 _NUMBER_TOKEN = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")
-
-def js_number(token: bytes) -> bytes:
-    """How JavaScript's ``JSON.stringify`` writes the number that ``token`` spells."""
-    value = Decimal(token.decode())
-    if value == value.to_integral_value() and abs(value) < Decimal("1e21"):
-        return str(int(value)).encode()
-    if Decimal("1e-6") <= abs(value) < Decimal("1e21"):
-        return format(value.normalize(), "f").encode()
-    mantissa, _, exponent = format(value.normalize(), "e").partition("e")
-    exp = int(exponent)
-    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}".encode()
-
 
 def _to_js_numbers(out: bytes) -> bytes:
     # Same-length copy without escaped quotes: a position is inside a string when an odd number
@@ -409,10 +462,19 @@ def dump_line(obj: Any) -> bytes:
     try:
         out = orjson.dumps(_with_js_floats(obj) if _has_js_diff(obj) else obj)
     except TypeError:
-        out = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        out = _LONE_SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
         if _MAYBE_JS_DIFF.search(out):
             out = _to_js_numbers(out)
     return out + b"\n"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    """A lone surrogate as ``JSON.stringify`` writes it (well-formed JSON.stringify, ES2019)."""
+    return f"\\u{ord(match.group()):04x}"
 
 
 def write_session_file(header: dict[str, Any], entries: Iterable[dict[str, Any]], fp: IO[bytes]) -> int:

@@ -591,8 +591,8 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
     ("second", "reason"),
     [
         ({"id": "a", "parentId": None}, "entry 'a': duplicate id 'a'"),
-        ({"id": "b", "parentId": "later"}, "entry 'b': parent 'later' not before it"),
-        ({"id": "b", "parentId": "b"}, "entry 'b': parent 'b' not before it"),
+        ({"id": "b", "parentId": "later"}, "entry 'later': an earlier entry names it as its parent"),
+        ({"id": "b", "parentId": "b"}, "entry 'b': it is its own parent"),
     ],
 )
 def test_insert_session_refuses_a_taken_id_or_a_parent_not_before_its_child_and_writes_nothing(

@@ -5,6 +5,7 @@ from typing import get_args
 from sessionstore.validate import (
     CONTEXT_CODES,
     DIAGNOSTIC_CODES,
+    ENTRY_CODES,
     ERROR_CODES,
     LINKAGE_CODES,
     SHAPE_CODES,
@@ -23,11 +24,10 @@ def test_every_code_is_documented_in_one_line() -> None:
         assert doc.strip() and "\n" not in doc, code
 
 
-def test_the_three_families_partition_the_codes() -> None:
-    assert set(DIAGNOSTIC_CODES) == SHAPE_CODES | LINKAGE_CODES | CONTEXT_CODES
-    assert not SHAPE_CODES & LINKAGE_CODES
-    assert not SHAPE_CODES & CONTEXT_CODES
-    assert not LINKAGE_CODES & CONTEXT_CODES
+def test_the_four_families_partition_the_codes() -> None:
+    families = [SHAPE_CODES, LINKAGE_CODES, CONTEXT_CODES, ENTRY_CODES]
+    assert set(DIAGNOSTIC_CODES) == set().union(*families)
+    assert sum(len(f) for f in families) == len(DIAGNOSTIC_CODES)
 
 
 def test_linkage_codes_are_exactly_the_six_of_the_spec() -> None:
@@ -63,7 +63,16 @@ def test_context_building_codes_are_defined_for_the_other_modules() -> None:
         "TRANSFORM_CONTEXT_FAILED",
         "PROVIDER_SAFE_DROPPED_ASSISTANT",
         "PROVIDER_SAFE_SYNTHETIC_RESULT",
+        "CONTEXT_EDIT_WITHOUT_REPLACEMENT",
+        "CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT",
+        "CONTEXT_EDIT_NO_EFFECT",
+        "MESSAGE_ENTRY_WITHOUT_MESSAGE",
     } == CONTEXT_CODES
+
+
+def test_entry_codes_report_what_pi_reads_tolerantly_and_are_not_errors() -> None:
+    assert {"INVALID_ENTRY", "PARENT_NOT_FOUND", "HEADER_VERSION_NEWER"} == ENTRY_CODES
+    assert not ERROR_CODES & ENTRY_CODES
 
 
 def test_shape_and_linkage_codes_are_errors_and_context_codes_are_not() -> None:
