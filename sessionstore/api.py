@@ -10,6 +10,7 @@ validation, projection and compaction planning.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,11 +21,14 @@ from pydantic import ValidationError
 from sessionstore.context import build_session_context, project
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
 from sessionstore.context.project import TransformContext
+from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry, new_entry_id
+from sessionstore.models.frozen import freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
-from sessionstore.models.timestamps import now_iso
+from sessionstore.models.timestamps import iso_to_ms, now_iso
+from sessionstore.store.dbtext import to_db
 from sessionstore.store.engine import json_dumps, json_loads
 from sessionstore.store.rawtx import RawTx
 from sessionstore.store.store import (
@@ -42,6 +46,15 @@ from sessionstore.wire.jsonl import format_validation_error
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+def _plain_json(value: Any, path: str) -> Any:
+    """A deep copy of ``value`` that is plain JSON data (``InvalidInputError`` naming ``path`` if not)."""
+    try:
+        return thaw(freeze_json(value, path))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 @dataclass(slots=True)
@@ -212,8 +225,67 @@ class SessionStore(EntryStore):
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
-        """Name the session (the latest name wins)."""
-        return self.append_entry(session_id, {"type": "session_info", "name": name}, expected_leaf=expected_leaf)
+        """Name the session (the latest name wins; an empty name clears it). As pi 1.6 writes it: every
+        run of CR/LF becomes one space, then the name is trimmed."""
+        if not isinstance(name, str):
+            raise InvalidInputError(f"a session name must be a string, got {type(name).__name__}")
+        clean = _LINE_BREAKS.sub(" ", name).strip()
+        return self.append_entry(session_id, {"type": "session_info", "name": clean}, expected_leaf=expected_leaf)
+
+    def append_usage(
+        self,
+        session_id: str,
+        *,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: Mapping[str, Any],
+        note: str | None = None,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """Model usage outside the conversation (pi 1.6's ``usage`` entry, e.g. ``kind="cache_warm"``):
+        counted in the session's totals, never part of the context. ``note`` is written only when truthy."""
+        fields: Json = {"type": "usage", "kind": kind, "provider": provider, "model": model,
+                        "usage": _plain_json(usage, "usage")}
+        if note:
+            fields["note"] = note
+        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+
+    def append_context_edit(
+        self,
+        session_id: str,
+        target_id: str,
+        replacement: Mapping[str, Any] | None,
+        *,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """Edit an earlier entry's part of the context on this branch (pi 1.6's ``appendContextEdit``):
+        ``replacement=None`` omits the target from the context; ``{"content": str | list}`` replaces its
+        content (a string becomes one text block for assistant and toolResult targets, as pi stores it).
+
+        The target must be on the active branch and be a ``custom_message`` or a ``message`` of role
+        user, assistant or toolResult; anything else is refused with pi's error text. The entry stays
+        in the database: the edit is itself an entry, so another branch still sees the original."""
+        if replacement is not None and (
+            not isinstance(replacement, Mapping) or not isinstance(replacement.get("content"), str | list)
+        ):
+            raise InvalidInputError("Context edit replacement must be null or contain string/array content")
+        leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
+        target = self.entry(session_id, target_id)
+        if leaf is None or not self.is_ancestor(session_id, target_id, leaf):
+            raise InvalidInputError(f"Entry {target_id} is not on the active branch")
+        message = target.get("message")
+        role = message.get("role") if target.get("type") == "message" and isinstance(message, dict) else None
+        if target.get("type") != "custom_message" and role not in ("user", "assistant", "toolResult"):
+            raise InvalidInputError(f"Entry {target_id} does not contribute editable model content")
+        stored: Json | None = None
+        if replacement is not None:
+            content = _plain_json(replacement["content"], "replacement.content")
+            if role in ("assistant", "toolResult") and isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            stored = {"content": content}
+        fields: Json = {"type": "context_edit", "targetId": target_id, "replacement": stored}
+        return self.append_entry(session_id, fields, expected_leaf=leaf)
 
     # -- leaf and branches ---------------------------------------------------------------------
     def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
@@ -232,44 +304,58 @@ class SessionStore(EntryStore):
         *,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: Mapping[str, Any] | None = None,
         expected_leaf: Leaf = UNSET,
     ) -> str:
-        """Append a ``branch_summary`` child of ``entry_id`` whose ``fromId`` is the leaf being left
-        (``"root"`` when there is none), and move the leaf to it."""
+        """Append a ``branch_summary`` child of ``entry_id`` (``None``: a new root) whose ``fromId`` is
+        the leaf being left (``"root"`` when there is none), as pi 1.6 stores it, and move the leaf to it."""
         leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
         fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
         if details is not None:
             fields["details"] = copy.deepcopy(details)
+        if usage is not None:
+            fields["usage"] = _plain_json(usage, "usage")
         if from_hook is not None:
             fields["fromHook"] = from_hook
         return self.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
 
     def fork(self, session_id: str, *, leaf_id: Leaf = UNSET, new_session_id: str | None = None) -> str:
-        """A new session holding the path root..leaf (labels of path entries kept); its header's
-        ``parentSession`` names this session. Returns the new session's id."""
+        """A new session holding the path root..leaf, as pi 1.6's ``createBranchedSession`` makes it:
+        the path's ``label`` entries are left out and the kept entries re-chained (a compaction whose
+        ``firstKeptEntryId`` named a dropped label keeps from the entry after it); then one new
+        ``label`` entry per kept entry that has a label in the whole session (labels set on other
+        branches count), in pi's label order, with the timestamp of the entry that set it. The new
+        header's ``parentSession`` names this session. Returns the new session's id."""
         source = self.session(session_id)
         path = self.path(session_id, leaf_id)
-        on_path = {e["id"] for e in path}
-        wanted = {t: lbl for t, lbl in self.labels(session_id).items() if t in on_path}
-        copied: dict[str, str | None] = {}
+        kept: list[Json] = []
+        after_labels: dict[Any, str] = {}  # a dropped label's id -> the kept entry after it
+        pending: list[Any] = []
+        parent: str | None = None
         for entry in path:
-            if entry.get("type") == "label" and isinstance(entry.get("targetId"), str):
-                copied[entry["targetId"]] = entry.get("label")
-        new_entries = [copy.deepcopy(e) for e in path]
-        parent = path[-1]["id"] if path else None
-        taken = set(on_path)
-        for target, label in wanted.items():
-            if copied.get(target) == label:
+            if entry.get("type") == "label":
+                pending.append(entry["id"])
+                continue
+            after_labels.update((label_id, entry["id"]) for label_id in pending)
+            pending.clear()
+            copied = {**copy.deepcopy(entry), "parentId": parent}
+            first_kept = entry.get("firstKeptEntryId")
+            if entry.get("type") == "compaction" and "firstKeptEntryId" in entry and first_kept != entry["id"]:
+                copied["firstKeptEntryId"] = after_labels.get(first_kept, first_kept)
+            kept.append(copied)
+            parent = entry["id"]
+        taken = {e["id"] for e in kept}
+        on_path = set(taken)
+        for target, (label, timestamp) in self.label_state(session_id).current.items():
+            if target not in on_path:
                 continue
             label_id = new_entry_id(taken.__contains__)
             taken.add(label_id)
-            new_entries.append(
-                {"type": "label", "id": label_id, "parentId": parent, "timestamp": now_iso(), "targetId": target,
-                 "label": label}
-            )
+            kept.append({"type": "label", "id": label_id, "parentId": parent, "timestamp": timestamp,
+                         "targetId": target, "label": label})
             parent = label_id
         header = new_header(cwd=source.cwd, session_id=new_session_id, parent_session=session_id)
-        return self.insert_session(header, new_entries).session_id
+        return self.insert_session(header, kept).session_id
 
     # -- compaction ----------------------------------------------------------------------------
     def plan_compaction(
@@ -291,6 +377,7 @@ class SessionStore(EntryStore):
         tokens_before: int | None = None,
         details: Any = None,
         from_hook: bool | None = None,
+        usage: Mapping[str, Any] | None = None,
         keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
         expected_leaf: Leaf = UNSET,
     ) -> str:
@@ -311,23 +398,34 @@ class SessionStore(EntryStore):
             if tokens_before is None:
                 tokens_before = plan.tokens_before or plan.estimated_tokens_before
             expected_leaf = leaf
+        if isinstance(expected_leaf, _Unset):
+            expected_leaf = self.leaf(session_id)
+        timestamp = now_iso()
         fields: Json = {
             "type": "compaction",
+            "timestamp": timestamp,
             "summary": summary,
             "firstKeptEntryId": first_kept_entry_id,
             "tokensBefore": tokens_before,
         }
         if details is not None:
             fields["details"] = copy.deepcopy(details)
+        if usage is not None:
+            fields["usage"] = _plain_json(usage, "usage")
         if from_hook is not None:
             fields["fromHook"] = from_hook
+        # pi 1.6 keeps the prompt in force on the compaction: the system messages of the kept range
+        # are no longer sent once it is there.
+        system = current_system_message(self.context(session_id, leaf_id=expected_leaf).messages)
+        if system is not None:
+            fields["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}
         CompactionEntry.model_validate({**fields, "id": "x", "parentId": None, "timestamp": ""})
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
 
     def _check_first_kept(self, tx: RawTx, entry: Json, head: SessionHead) -> None:
         first_kept = entry["firstKeptEntryId"]
         role = tx.one("SELECT role FROM entries WHERE session_id = :sid AND entry_id = :eid",
-                      {"sid": head.id, "eid": first_kept})
+                      {"sid": to_db(head.id), "eid": to_db(first_kept)})
         on_path = (
             role is not None
             and head.leaf_facts is not None

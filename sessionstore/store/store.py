@@ -721,6 +721,13 @@ class EntryStore:
                                           "target": target[0]})
         return int(target[1]) if found else None
 
+    def is_ancestor(self, session_id: str, entry_id: str, leaf_id: str) -> bool:
+        """Whether ``entry_id`` is on the path from the root to ``leaf_id`` (``leaf_id`` included)."""
+        with raw_write(self.engine, write=False) as tx:
+            self._head(tx, session_id, lock=False)
+            leaf = self._raw_facts(tx, session_id, entry_id=leaf_id)
+            return self._kept_depth(tx, session_id, entry_id, leaf.seq) is not None
+
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
         with raw_write(self.engine) as tx:
