@@ -251,7 +251,8 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
         ):
             problems.append(f"{name} is {_json_type(entry[name])}")
     replacement = entry.get("replacement")
-    if kind == "context_edit" and isinstance(replacement, dict) and not isinstance(replacement.get("content"), str | list):
+    content = replacement.get("content") if isinstance(replacement, dict) else None
+    if kind == "context_edit" and isinstance(replacement, dict) and not isinstance(content, str | list):
         problems.append("replacement.content is not a string or an array")
     if kind == "message":
         message = entry.get("message")
