@@ -57,7 +57,7 @@ EXPECTED: dict[str, Expected] = {
     ),
     "JSONL_INVALID-empty-file.jsonl": Expected(None, "empty", None),
     "JSONL_INVALID-whitespace-only.jsonl": Expected(None, "no session header", None),
-    "JSONL_INVALID-header-without-id.jsonl": Expected(1, "header: id", None),
+    "JSONL_INVALID-header-without-id.jsonl": Expected(1, "header: no id", None),
     "JSONL_INVALID-header-not-json.jsonl": Expected(1, "invalid JSON", None),
     "JSONL_INVALID-bom-before-header.jsonl": Expected(1, "byte order mark", None),
     "JSONL_INVALID-second-header.jsonl": Expected(3, "second session header", Lenient((3,), ("u1", "a1"))),

@@ -28,7 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from sessionstore.errors import JsonlError
-from sessionstore.models.entries import SessionHeader, entry_problems
+from sessionstore.models.entries import entry_problems
 from sessionstore.models.js import js_number
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.migrate import Upgrader
@@ -225,10 +225,14 @@ class SessionFileReader:
         if not isinstance(header, dict) or header.get("type") != "session":
             got = header.get("type") if isinstance(header, dict) else _type_name(header)
             raise self._error(line, f"the first line must be a session header (type 'session'), got {got!r}")
-        try:
-            SessionHeader.model_validate(header)
-        except ValidationError as exc:
-            raise self._error(line, f"bad session header: {format_validation_error(exc)}") from None
+        header_id = header.get("id")
+        if not isinstance(header_id, str) or not header_id:
+            got = "no id" if "id" not in header else f"id {header_id!r}"
+            raise self._error(line, f"bad session header: {got}; a session needs a non-empty string id")
+        for name in ("timestamp", "cwd"):
+            if not isinstance(header.get(name), str):
+                self._note("INVALID_ENTRY", line, None, f"session header: {name} is "
+                           f"{'missing' if name not in header else _type_name(header[name])}")
         version = header.get("version", 1)
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise self._error(line, f"unsupported session file version {version!r} (supported: 1, 2, 3)")
