@@ -42,7 +42,7 @@ from sessionstore.store.store import (
     new_header,
 )
 from sessionstore.validate import Diagnostic, validate_transcript
-from sessionstore.wire.jsonl import format_validation_error
+from sessionstore.wire.jsonl import MAX_JSON_DEPTH, format_validation_error, within_json_depth
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -89,6 +89,8 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
         return message.to_wire()
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
+    if not within_json_depth(dict(message)):
+        raise InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels")
     try:  # a deep copy that also proves the message is plain JSON data
         try:
             data: Json = orjson.loads(orjson.dumps(dict(message)))
@@ -190,7 +192,7 @@ class SessionStore(EntryStore):
         """Extension state; never part of the context."""
         fields: Json = {"type": "custom", "customType": custom_type}
         if data is not None:
-            fields["data"] = copy.deepcopy(data)
+            fields["data"] = _plain_json(data, "data")
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_custom_message(
@@ -207,11 +209,11 @@ class SessionStore(EntryStore):
         fields: Json = {
             "type": "custom_message",
             "customType": custom_type,
-            "content": copy.deepcopy(content),
+            "content": _plain_json(content, "content"),
             "display": display,
         }
         if details is not None:
-            fields["details"] = copy.deepcopy(details)
+            fields["details"] = _plain_json(details, "details")
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_label(
@@ -312,7 +314,7 @@ class SessionStore(EntryStore):
         leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
         fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
         if details is not None:
-            fields["details"] = copy.deepcopy(details)
+            fields["details"] = _plain_json(details, "details")
         if usage is not None:
             fields["usage"] = _plain_json(usage, "usage")
         if from_hook is not None:
@@ -409,7 +411,7 @@ class SessionStore(EntryStore):
             "tokensBefore": tokens_before,
         }
         if details is not None:
-            fields["details"] = copy.deepcopy(details)
+            fields["details"] = _plain_json(details, "details")
         if usage is not None:
             fields["usage"] = _plain_json(usage, "usage")
         if from_hook is not None:

@@ -59,6 +59,10 @@ def _fail(path: str, reason: str, exc: type[Exception] = TypeError) -> NoReturn:
     raise exc(f"{path}: {reason}")
 
 
+MAX_JSON_DEPTH = 200
+"""Deepest nesting of arrays and objects the store takes (a real session entry is about 10 deep)."""
+
+
 def freeze_json(value: Any, path: str = "value") -> Any:
     """Return an immutable deep copy of ``value`` or raise ``TypeError``/``ValueError`` naming the path."""
     return _freeze(value, path, set())
@@ -73,6 +77,8 @@ def _freeze(value: Any, path: str, active: set[int]) -> Any:
         if not math.isfinite(value):
             _fail(path, f"{value!r} is not a finite number", ValueError)
         return float(value)
+    if isinstance(value, (dict, FrozenDict, list, tuple)) and len(active) >= MAX_JSON_DEPTH:
+        _fail(path if len(path) < 80 else path[:60] + "...", f"nested deeper than {MAX_JSON_DEPTH} levels", ValueError)
     if isinstance(value, (dict, FrozenDict)):
         marker = id(value)
         if marker in active:

@@ -49,8 +49,10 @@ from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
     SessionFileReader,
     SkippedLine,
+    MAX_JSON_DEPTH,
     dump_line,
     format_validation_error,
+    within_json_depth,
 )
 
 Json = dict[str, Any]
@@ -598,6 +600,8 @@ class EntryStore:
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
+        if not within_json_depth(fields):
+            raise InvalidInputError(f"a {kind!r} entry nested deeper than {MAX_JSON_DEPTH} levels")
         entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None, "timestamp": now_iso()}
         entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
         try:  # before the transaction: the shape does not depend on the parent (a string or None)

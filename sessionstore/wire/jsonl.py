@@ -29,14 +29,13 @@ from pydantic import ValidationError
 
 from sessionstore.errors import JsonlError
 from sessionstore.models.entries import entry_problems
+from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.js import js_number
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.migrate import Upgrader
 
 CURRENT_VERSION = 3
 SUPPORTED_VERSIONS = (1, 2, 3)
-MAX_JSON_DEPTH = 200
-"""Deepest nesting of arrays and objects a line may have (a real session entry is about 10 deep)."""
 MAX_DIAGNOSTICS = 10_000
 """Diagnostics kept per file; past that they are counted (:attr:`SessionFileReader.diagnostics_dropped`)."""
 
@@ -76,6 +75,11 @@ def _refuse_constant(name: str) -> Any:
     raise LineRefused(f"{name} is not JSON (JSON.parse refuses it)")
 
 
+def within_json_depth(value: Any) -> bool:
+    """Whether ``value`` nests arrays and objects at most :data:`MAX_JSON_DEPTH` deep."""
+    return _depth_at_most(value, MAX_JSON_DEPTH)
+
+
 def _depth_at_most(value: Any, limit: int) -> bool:
     """Whether ``value`` nests arrays and objects at most ``limit`` deep (walked without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -84,9 +88,9 @@ def _depth_at_most(value: Any, limit: int) -> bool:
         if depth > limit:
             return False
         if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, dict | list))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, dict | list | tuple))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list | tuple))
     return True
 
 
