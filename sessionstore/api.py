@@ -25,7 +25,7 @@ from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry, new_entry_id
-from sessionstore.models.frozen import freeze_json, thaw
+from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.store.dbtext import to_db
@@ -42,7 +42,7 @@ from sessionstore.store.store import (
     new_header,
 )
 from sessionstore.validate import Diagnostic, validate_transcript
-from sessionstore.wire.jsonl import MAX_JSON_DEPTH, format_validation_error, within_json_depth
+from sessionstore.wire.jsonl import format_validation_error, within_json_depth
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset

@@ -29,6 +29,7 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
+from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.bulk import INSERT_BATCH, RowSink
@@ -47,9 +48,9 @@ from sessionstore.store.schema import entries, sessions
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
+    MAX_JSON_DEPTH,
     SessionFileReader,
     SkippedLine,
-    MAX_JSON_DEPTH,
     dump_line,
     format_validation_error,
     within_json_depth,
