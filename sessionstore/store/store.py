@@ -48,7 +48,6 @@ from sessionstore.store.schema import entries, sessions
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
-    MAX_JSON_DEPTH,
     SessionFileReader,
     SkippedLine,
     dump_line,
