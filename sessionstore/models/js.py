@@ -103,6 +103,27 @@ def number_to_string(value: int | float) -> str:
     return js_number(repr(number).encode()).decode()
 
 
+def to_number(value: Any) -> float:
+    """``Number(value)``, as a comparison like ``version < 3`` reads a JSON value (NaN where JS has NaN)."""
+    if value is MISSING:
+        return math.nan
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return 0.0
+        try:
+            return float(text) if text.lower() not in ("nan", "inf", "+inf", "-inf", "infinity") else math.nan
+        except ValueError:
+            return math.nan
+    if isinstance(value, list | tuple):
+        return 0.0 if not value else to_number(value[0]) if len(value) == 1 else math.nan
+    return math.nan
+
+
 _MAX_TIME_MS = 8.64e15
 
 

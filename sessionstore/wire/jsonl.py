@@ -28,6 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from sessionstore.errors import JsonlError
+from sessionstore.models import js
 from sessionstore.models.entries import entry_problems
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.js import js_number
@@ -35,7 +36,6 @@ from sessionstore.validate import Diagnostic
 from sessionstore.wire.migrate import Upgrader
 
 CURRENT_VERSION = 3
-SUPPORTED_VERSIONS = (1, 2, 3)
 MAX_DIAGNOSTICS = 10_000
 """Diagnostics kept per file; past that they are counted (:attr:`SessionFileReader.diagnostics_dropped`)."""
 
@@ -65,6 +65,17 @@ def _type_name(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(value), "number"
     )
+
+
+def _effective_version(version: Any) -> int:
+    """The upgrades pi applies to a file whose header says ``version`` (``null``/absent: 1): v1 -> v2
+    when it compares below 2, v2 -> v3 below 3; a version that compares as NaN gets none."""
+    number = 1.0 if version is None else js.to_number(version)
+    if number < 2:
+        return 1
+    if number < 3:
+        return 2
+    return CURRENT_VERSION
 
 
 class LineRefused(ValueError):
@@ -182,8 +193,7 @@ class SessionFileReader:
         except BaseException:
             self.close()
             raise
-        version = self.header.get("version", 1)
-        self.source_version: int = min(version, CURRENT_VERSION)
+        self.source_version: int = _effective_version(self.header.get("version"))
         self._upgrader = Upgrader(self.source_version)
         self._upgrader.upgrade_header(self.header)
 
@@ -237,10 +247,11 @@ class SessionFileReader:
             if not isinstance(header.get(name), str):
                 self._note("INVALID_ENTRY", line, None, f"session header: {name} is "
                            f"{'missing' if name not in header else _type_name(header[name])}")
-        version = header.get("version", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise self._error(line, f"unsupported session file version {version!r} (supported: 1, 2, 3)")
-        if version > CURRENT_VERSION:
+        version = header.get("version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int | float)):
+            self._note("INVALID_ENTRY", line, None, f"session header: version is {_type_name(version)}; read as"
+                       " pi compares it")
+        elif isinstance(version, int | float) and version > CURRENT_VERSION:
             self._note("HEADER_VERSION_NEWER", line, None,
                        f"session file version {version} is newer than 3; read as version 3, as pi does")
         self._index = 1
