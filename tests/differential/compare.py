@@ -1,8 +1,9 @@
 """Comparing the store's contexts with pi's, as JSON values, with readable differences.
 
-Both sides are compared as the JSON ``JSON.stringify`` would write: an integral float equals the
-integer (``100.0`` is ``100``), ``true`` is not ``1``, key order does not matter, and a key pi left
-``undefined`` is absent on pi's side, so ours must not hold it either.
+Both sides are compared as the JSON ``JSON.stringify`` would write: numbers are JavaScript numbers
+(``100.0`` is ``100``, ``-0`` is ``0``, an integer beyond 2**53 is the nearest double), ``true`` is not
+``1``, key order does not matter, and a key pi left ``undefined`` is absent on pi's side, so ours must
+not hold it either.
 """
 
 from __future__ import annotations
@@ -23,12 +24,21 @@ SHORT = 160
 DETAILS_PER_PART = 6
 
 
-def canonical(value: Any) -> Any:
-    """``value`` as plain JSON data, integral floats turned into integers."""
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+def js_number(value: float) -> float:
+    """``value`` as a JavaScript number (a double), as far as Python can say."""
+    try:
+        return float(value)
+    except OverflowError:  # JSON.parse gives Infinity, which JSON.stringify writes as null
         return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else value
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as plain JSON data, its numbers as JavaScript numbers, integral ones as integers."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        number = js_number(value)
+        return int(number) if isinstance(number, float) and number.is_integer() else number
     if isinstance(value, Mapping):
         return {str(k): canonical(v) for k, v in value.items()}
     if isinstance(value, Sequence):
@@ -55,7 +65,7 @@ def same(pi: Any, ours: Any) -> bool:
     if _is_list(pi):
         return _is_list(ours) and len(pi) == len(ours) and all(same(a, b) for a, b in zip(pi, ours, strict=True))
     if isinstance(pi, (int, float)) and isinstance(ours, (int, float)):
-        return pi == ours
+        return js_number(pi) == js_number(ours)
     return pi is None and ours is None
 
 
@@ -212,8 +222,9 @@ def compare_leaf(store: SessionStore, sid: str, leaf: Json, leaf_id: str | None,
         ),
         list_difference("llm", [pool[i] for i in leaf["llm"]], ours.llm),
     ]
+    # pi's undefined (absent here) and null are both None in our ContextResult.
     for key, mine in (("thinkingLevel", ours.thinking_level), ("model", ours.model)):
-        theirs = context.get(key, ABSENT)
-        if theirs is ABSENT or not same(theirs, mine):
+        theirs = context.get(key)
+        if not same(theirs, mine):
             parts.append(f"{key}: pi {short(theirs)}, ours {short(mine)}")
     return [part for part in parts if part is not None]

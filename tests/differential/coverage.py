@@ -24,7 +24,7 @@ EXPECTED_FEATURES = frozenset(
     custom-role:string custom-role:blocks
     system:string system:blocks system:section-text system:section-null system:toolsAdded system:toolsRemoved
     compaction:systemMessage compaction:no-systemMessage compaction:keeps-nothing compaction:keeps-some
-    compaction:details compaction:usage
+    compaction:details compaction:usage compaction:first-kept-off-path
     branch_summary:empty branch_summary:new-root branch_summary:from-root
     custom_message:string custom_message:blocks custom_message:hidden custom_message:details
     label:set label:clear
@@ -135,6 +135,18 @@ def file_features(path: Path) -> set[str]:
         found.add("tree:branched")
     if children[None] > 1:
         found.add("tree:several-roots")
+    parents = {e["id"]: e["parentId"] for e in entries}
     for entry in entries:
         found |= features(entry)
+        if entry["type"] == "compaction" and entry["firstKeptEntryId"] not in (entry["id"], *ancestors(parents, entry)):
+            found.add("compaction:first-kept-off-path")
     return found
+
+
+def ancestors(parents: dict[str, str | None], entry: Json) -> list[str]:
+    out: list[str] = []
+    current = entry["parentId"]
+    while current is not None and current in parents:
+        out.append(current)
+        current = parents[current]
+    return out

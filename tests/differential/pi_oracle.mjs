@@ -423,7 +423,9 @@ function applyOp(op, rng, sm, conv) {
       return sm.appendModelChange(provider, rng.pick(models));
     }
     case "compaction": {
-      const firstKept = rng.chance(0.8) ? randomPathEntryId(rng, sm) : undefined;
+      // Mostly an entry on the path; sometimes none (pi then keeps nothing before the compaction), or
+      // any entry of the session (pi does not check; one off the path keeps nothing either).
+      const firstKept = rng.weighted([[() => randomPathEntryId(rng, sm), 7], [() => undefined, 2], [() => randomEntryId(rng, sm), 1]])();
       const details = rng.chance(0.4) ? { readFiles: ["a.ts"], modifiedFiles: rng.chance(0.5) ? ["b.ts"] : [] } : undefined;
       const fromHook = rng.weighted([[undefined, 3], [true, 1], [false, 1]]);
       return sm.appendCompaction(`Summary: ${words(rng)}`, firstKept, rng.int(1000, 200000), details, fromHook, rng.chance(0.4) ? usage(rng) : undefined);

@@ -25,6 +25,11 @@ def test_comparison_counts_an_integral_float_equal_to_the_integer() -> None:
     assert not same({"cost": 0.5}, {"cost": 0.25})
 
 
+def test_comparison_reads_numbers_as_javascript_does() -> None:
+    assert same({"a": 1e2, "b": -0.0, "c": 12345678901234567000}, {"a": 100, "b": 0, "c": 12345678901234567890})
+    assert not same({"c": 9007199254740993}, {"c": 9007199254740995})
+
+
 def test_comparison_tells_true_from_one_and_an_absent_key_from_null() -> None:
     assert not same({"display": True}, {"display": 1})
     assert not same({"role": "custom"}, {"role": "custom", "details": None})
