@@ -12,7 +12,7 @@ import pytest
 from sessionstore.api import SessionStore
 from tests.differential.compare import Comparison, compare_file, differences, list_difference, same
 from tests.differential.conftest import FIXTURE_FILES, GROUPS, Generated
-from tests.differential.coverage import EXPECTED_FEATURES, file_features
+from tests.differential.features import EXPECTED_FEATURES, file_features
 from tests.paths import FIXTURES
 
 Json = dict[str, Any]
