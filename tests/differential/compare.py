@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionstore.api import SessionStore
+from sessionstore.errors import SessionStoreError
 
 Json = dict[str, Any]
 ABSENT = "<absent>"  # how a key missing on one side is shown
@@ -158,6 +159,10 @@ class Comparison:
         return f"{len(self.mismatches)} differences from pi over {self.leaves} leaves:\n{shown}{tail}"
 
 
+def crash(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
 def leaf_name(leaf: Json) -> str:
     if leaf["leaf"] == "default":
         return f"pi's own leaf ({leaf['leafId']})"
@@ -171,17 +176,22 @@ def compare_file(store: SessionStore, path: Path, pi: Json, *, name: str, into: 
     if "error" in pi:
         try:
             store.import_jsonl(path)
-        except Exception:  # pi refuses the file and so do we
+        except SessionStoreError:  # pi refuses the file and so do we
             return
-        into.mismatches.append(Mismatch(name, "import", [f"pi cannot load this file ({pi['error']}); we imported it"]))
+        except Exception as exc:
+            text = f"pi refuses this file; our import crashed: {crash(exc)}"
+        else:
+            text = f"pi cannot load this file ({pi['error']}); we imported it"
+        into.mismatches.append(Mismatch(name, "import", [text]))
         return
     leaves: list[Json] = pi["leaves"]
     into.leaves += len(leaves)
     try:
         sid = store.import_jsonl(path).session_id
     except Exception as exc:
-        refused = f"pi loads this file; our import refused it ({len(leaves)} leaves not compared): {exc}"
-        into.mismatches.append(Mismatch(name, "import", [refused]))
+        how = f"refused it: {exc}" if isinstance(exc, SessionStoreError) else f"crashed: {crash(exc)}"
+        text = f"pi loads this file; our import {how} ({len(leaves)} leaves not compared)"
+        into.mismatches.append(Mismatch(name, "import", [text]))
         return
     positions: list[str] | None = None
     if pi["idsRegenerated"]:  # pi gave the entries random ids: the same entry is found by position
@@ -210,7 +220,7 @@ def compare_leaf(store: SessionStore, sid: str, leaf: Json, leaf_id: str | None,
         ours = store.context(sid) if leaf["leaf"] == "default" else store.context(sid, leaf_id=leaf_id)
     except Exception as exc:
         pi_side = f" (pi: {leaf['error']})" if "error" in leaf else ""
-        return [f"our context raised {type(exc).__name__}: {exc}{pi_side}"]
+        return [f"our context raised {crash(exc)}{pi_side}"]
     if "error" in leaf:  # pi throws or never returns here: we must give a context and say what is wrong
         if ours.diagnostics:
             return []
