@@ -1,0 +1,93 @@
+"""Running ``pi_oracle.mjs``: pi 1.6's own SessionManager and convertToLlm under Node.js.
+
+Where pi is looked for: ``$SESSIONSTORE_PI_DIR`` (a ``node_modules`` directory holding
+``@earendil-works/pi-coding-agent``), else the directory ``.ci/install-pi.sh`` installs into.
+Without ``node`` the differential tests skip, except under CI (``$CI`` set), where they fail;
+with ``node`` but without pi they fail, naming the command that installs pi.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PI_VERSION = "1.6.0"
+PI_PACKAGE = "@earendil-works/pi-coding-agent"
+ORACLE = Path(__file__).with_name("pi_oracle.mjs")
+INSTALL_COMMAND = ".ci/install-pi.sh"
+ORACLE_TIMEOUT_S = 300
+
+Json = dict[str, Any]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def default_pi_dir() -> Path:
+    """Where ``.ci/install-pi.sh`` puts pi (keep the two in step)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "sessionstore" / f"pi-{PI_VERSION}" / "node_modules"
+
+
+@dataclass(frozen=True)
+class Oracle:
+    node: str
+    pi_dir: Path
+    agent_dir: Path  # pi's agent directory, kept away from the user's ~/.pi
+
+    def run(self, *args: str) -> str:
+        env = {**os.environ, "SESSIONSTORE_PI_DIR": str(self.pi_dir), "PI_CODING_AGENT_DIR": str(self.agent_dir)}
+        done = subprocess.run(
+            [self.node, str(ORACLE), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=ORACLE_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"pi_oracle.mjs {args[0]} exited with {done.returncode}:\n{done.stderr[-4000:]}")
+        return done.stdout
+
+    def generate(self, out: Path, *, seed: int, sessions: int) -> Json:
+        """Writes ``sessions`` groups of session files into ``out``; returns the manifest."""
+        self.run("generate", "--seed", str(seed), "--sessions", str(sessions), "--out", str(out))
+        manifest: Json = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        return manifest
+
+    def evaluate(self, files: list[Path], *, max_leaves: int = 60) -> dict[Path, Json]:
+        """pi's contexts at (at most ``max_leaves``) leaves of each file (see the header of ``pi_oracle.mjs``)."""
+        if not files:
+            return {}
+        lines = self.run("eval", "--max-leaves", str(max_leaves), *(str(f) for f in files)).splitlines()
+        if len(lines) != len(files):
+            pytest.fail(f"pi_oracle.mjs eval printed {len(lines)} lines for {len(files)} files")
+        return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
+
+
+def find_oracle(agent_dir: Path) -> Oracle:
+    """The oracle, or a skip/failure that says what is missing (the rule in the module docstring)."""
+    node = shutil.which("node")
+    if node is None:
+        if in_ci():
+            pytest.fail(f"node is not installed, and CI must run the differential tests: run {INSTALL_COMMAND}")
+        pytest.skip("node is not installed: the differential tests run pi's own code under Node.js")
+    pi_dir = Path(os.environ.get("SESSIONSTORE_PI_DIR") or default_pi_dir())
+    package = pi_dir / PI_PACKAGE / "package.json"
+    if not package.is_file():
+        pytest.fail(
+            f"pi {PI_VERSION} is not installed in {pi_dir}: run {INSTALL_COMMAND} "
+            f"(or point SESSIONSTORE_PI_DIR at a node_modules directory holding {PI_PACKAGE}@{PI_VERSION})"
+        )
+    version = json.loads(package.read_text(encoding="utf-8")).get("version")
+    if version != PI_VERSION:
+        pytest.fail(f"{package} is pi {version}, the differential tests need {PI_VERSION}: run {INSTALL_COMMAND}")
+    return Oracle(node=node, pi_dir=pi_dir, agent_dir=agent_dir)
