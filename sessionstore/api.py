@@ -89,15 +89,19 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
         return message.to_wire()
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
-    if not within_json_depth(dict(message)):
-        raise InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels")
+    too_deep = InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)")
     try:  # a deep copy that also proves the message is plain JSON data
         try:
-            data: Json = orjson.loads(orjson.dumps(dict(message)))
-        except orjson.JSONEncodeError:  # what orjson refuses (integers beyond 64 bits, lone surrogates)
-            data = json_loads(json_dumps(dict(message)))
+            text = orjson.dumps(dict(message))
+        except orjson.JSONEncodeError:  # integers beyond 64 bits, lone surrogates, or nested past orjson's limit
+            if not within_json_depth(dict(message)):
+                raise too_deep from None
+            text = json_dumps(dict(message)).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
+    if text.count(b"[") + text.count(b"{") > MAX_JSON_DEPTH and not within_json_depth(message):
+        raise too_deep
+    data: Json = json_loads(text)
     if not isinstance(data.get("role"), str):
         raise InvalidInputError("a message needs a string 'role'")
     try:
@@ -421,7 +425,10 @@ class SessionStore(EntryStore):
         system = current_system_message(self.context(session_id, leaf_id=expected_leaf).messages)
         if system is not None:
             fields["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}
-        CompactionEntry.model_validate({**fields, "id": "x", "parentId": None, "timestamp": ""})
+        try:
+            CompactionEntry.model_validate({**fields, "id": "x", "parentId": None})
+        except ValidationError as exc:
+            raise InvalidInputError(f"bad compaction: {format_validation_error(exc)}") from None
         return self.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
 
     def _check_first_kept(self, tx: RawTx, entry: Json, head: SessionHead) -> None:

@@ -600,8 +600,6 @@ class EntryStore:
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
-        if not within_json_depth(fields):
-            raise InvalidInputError(f"a {kind!r} entry nested deeper than {MAX_JSON_DEPTH} levels")
         entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None, "timestamp": now_iso()}
         entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
         try:  # before the transaction: the shape does not depend on the parent (a string or None)
@@ -658,8 +656,20 @@ class EntryStore:
                        {"sid": to_db(session_id), **_leaf_columns(entry["id"], facts), **head.stats.columns()})
 
     def _payload(self, entry: Json) -> str:
-        """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim)."""
-        return dump_line(entry)[:-1].decode("utf-8", "surrogatepass")
+        """Stored JSON text of an entry: the line pi would write (SQLite exports it verbatim). Raises
+        :class:`InvalidInputError` for what is not JSON data or nests deeper than the import limit."""
+        too_deep = InvalidInputError(
+            f"a {entry.get('type')!r} entry nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)"
+        )
+        try:
+            text = dump_line(entry)[:-1].decode("utf-8")
+        except RecursionError:
+            raise too_deep from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"a {entry.get('type')!r} entry is not JSON data: {exc}") from None
+        if text.count("[") + text.count("{") > MAX_JSON_DEPTH and not within_json_depth(entry):
+            raise too_deep
+        return text
 
     @cached_property
     def _insert_session_sql(self) -> str:

@@ -479,7 +479,9 @@ def dump_line(obj: Any) -> bytes:
     KB), and written as JavaScript does with ``orjson.Fragment``. What orjson refuses (integers beyond
     64 bits, lone surrogates) goes through ``json`` and a scan of its text."""
     try:
-        out = orjson.dumps(_with_js_floats(obj) if _has_js_diff(obj) else obj)
+        out = orjson.dumps(obj)  # first: it refuses cycles and nesting past its limit before any walk
+        if _has_js_diff(obj):
+            out = orjson.dumps(_with_js_floats(obj))
     except TypeError:
         text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         out = _LONE_SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
