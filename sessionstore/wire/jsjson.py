@@ -27,7 +27,7 @@ import orjson
 
 from sessionstore.wire.jsonl import js_number
 
-__all__ = ["js_dumpb", "js_dumps", "js_number_text", "js_string"]
+__all__ = ["escape_surrogates", "js_dumpb", "js_dumps", "js_number_text", "js_string"]
 
 MAX_SAFE = 2**53
 """Integers up to this magnitude are exact in a double; beyond it JavaScript reads the nearest one."""
@@ -50,6 +50,13 @@ def _surrogate(match: re.Match[str]) -> str:
     if pair is not None:
         return chr(0x10000 + ((ord(pair[0]) - 0xD800) << 10) + (ord(pair[1]) - 0xDC00))
     return f"\\u{ord(match.group()):04x}"
+
+
+def escape_surrogates(text: str) -> str:
+    """JSON text (or a string's literal) with lone surrogates as ``\\udxxx`` escapes and surrogate pairs
+    held as two code points joined into the character they encode: what ``JSON.stringify`` writes,
+    and text that UTF-8 can hold."""
+    return _PAIR_OR_LONE.sub(_surrogate, text) if _SURROGATE.search(text) else text
 
 
 def js_string(text: str) -> str:
