@@ -477,3 +477,15 @@ def test_the_tree_of_real_sessions_prints_as_text_and_json(run: Run) -> None:
         assert text.exit_code == 0 and len(text.stdout.splitlines()) == entries + 1
         tree = run("tree", "--json", sid)
         assert tree.exit_code == 0 and tree.stdout.count('"onActivePath": ') == entries
+
+
+def test_file_names_that_are_not_utf8_still_import_and_export(sqlite_url: str, tmp_path: Path) -> None:
+    source = tmp_path / os.fsdecode(b"\xff.jsonl")
+    shutil.copy(PI_FILES["large-session"], source)
+    assert invoke("--db", sqlite_url, "import", str(source)).exit_code == 0
+    broken = tmp_path / os.fsdecode(b"\xfe.jsonl")
+    broken.write_text('{"type":"session","id":"q","timestamp":"t","cwd":"/"}\n{"type":"message",\n')
+    assert_one_error_line(invoke("--db", sqlite_url, "import", str(broken)), "\\udcfe.jsonl:2: invalid JSON")
+    target = tmp_path / os.fsdecode(b"\xfd.jsonl")
+    done = invoke("--db", sqlite_url, "export", "d703", "-o", str(target))
+    assert done.exit_code == 0 and target.read_bytes().startswith(b'{"type":"session"')

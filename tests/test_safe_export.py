@@ -97,7 +97,8 @@ def test_what_is_not_a_regular_file_is_refused_and_left_alone(url: str, tmp_path
 
 
 def test_a_missing_directory_or_session_writes_nothing(url: str, tmp_path: Path) -> None:
-    assert_refused(export(url, "-o", str(tmp_path / "no" / "such" / "dir.jsonl")), "No such file or directory")
+    missing_dir = tmp_path / "no" / "such" / "dir.jsonl"
+    assert_refused(export(url, "-o", str(missing_dir)), f"cannot write {missing_dir}: No such file or directory")
     nothing = CliRunner().invoke(cli, ["--db", url, "export", "nosuch", "-o", str(tmp_path / "x.jsonl")])
     assert_refused(nothing, "no session")
     assert not (tmp_path / "x.jsonl").exists() and leftovers(tmp_path) == []

@@ -515,6 +515,8 @@ def export(ctx: Ctx, session: str, output: str) -> None:
         count = write_file_atomically(target, lambda fp: ctx.store.export_jsonl(session_id, fp))
     except RefusedOutput as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {target}: {exc.strerror or exc}")
     say(f"wrote {count} entries to {target}", err=True)
 
 
