@@ -106,7 +106,7 @@ def test_a_damaged_database_file_or_a_directory_is_one_line_naming_the_database(
 def test_a_database_written_by_a_newer_sessionstore_says_so(command: list[str], tmp_path: Path) -> None:
     path = newer_database(tmp_path / "newer.db")
     result = invoke("--db", f"sqlite:///{path}", *command)
-    line = assert_one_error_line(result, str(path), "written by a newer sessionstore", "'9999'")
+    line = assert_one_error_line(result, str(path), "written by a newer version of sessionstore", "'9999'")
     assert "outdated" not in line and "db upgrade" not in line
     if command == ["db", "current"]:
         assert result.stdout == "9999\n"  # the answer, then the error

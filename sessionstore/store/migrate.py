@@ -49,7 +49,7 @@ def current_revision(conn: Connection) -> str | None:
 
 def _too_new(current: str) -> SchemaTooNewError:
     return SchemaTooNewError(
-        f"the database was written by a newer sessionstore (schema revision {current!r}; this version knows"
+        f"the database was written by a newer version of sessionstore (schema revision {current!r}; this one knows"
         f" revisions up to {SCHEMA_REVISION!r}): upgrade sessionstore"
     )
 
