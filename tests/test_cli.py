@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
+from sessionstore.store.store import TreeNode
+from sessionstore.wire.jsjson import js_dumps
 from tests.builders import assistant, user
-from tests.paths import PI_FILES
+from tests.paths import FIXTURES, PI_FILES
 
 COMPACTED_ID = "ffae836b-9420-4060-ac13-7745215f90ff"
 
@@ -114,6 +117,39 @@ def test_live_commands_append_branch_label_fork_compact_tree_and_rm(run) -> None
     assert run("rm", sid, "--yes").exit_code == 0
     gone = run("context", sid)
     assert gone.exit_code == 2 and gone.stderr.startswith("error: no session")
+
+
+def nested_json(node: TreeNode) -> dict[str, object]:
+    """The tree's JSON shape, spelled recursively (fine for a small tree)."""
+    out: dict[str, object] = {"entry": node.entry, "onActivePath": node.on_active_path}
+    if node.label is not None:
+        out["label"] = node.label
+    out["children"] = [nested_json(child) for child in node.children]
+    return out
+
+
+def test_tree_json_keeps_its_shape(run, db_url: str) -> None:  # type: ignore[no-untyped-def]
+    sid = run("import", str(FIXTURES / "valid" / "tree-v3.jsonl")).stdout.strip()
+    run("label", sid, "e02", "start")
+    with SessionStore(db_url) as store:
+        roots = store.tree(sid)
+    expected = [nested_json(root) for root in roots]
+    assert [root.to_json() for root in roots] == expected
+    assert run("tree", "--json", sid).stdout == js_dumps(expected, indent=2) + "\n"  # key order too
+    assert list(expected[0]) == ["entry", "onActivePath", "children"]
+    assert [list(node) for node in walk(expected) if node["entry"]["id"] == "e02"] == [  # type: ignore[index]
+        ["entry", "onActivePath", "label", "children"]
+    ]
+    assert '"cost": 0.000036' not in js_dumps(expected) and '"input":0.000036' in js_dumps(expected)
+
+
+def walk(nodes: list[dict[str, object]]) -> list[dict[str, object]]:
+    out, stack = [], list(nodes)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node["children"])  # type: ignore[arg-type]
+    return out
 
 
 def test_bad_input_gives_one_line_and_no_traceback(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

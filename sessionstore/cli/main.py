@@ -6,56 +6,253 @@ one line on stderr and exits with status 2 (``validate`` exits 1 when it finds e
 
 from __future__ import annotations
 
-import json
+import errno
 import os
+import secrets
+import sqlite3
+import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+import orjson
+from pydantic import ValidationError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.api import SessionStore
 from sessionstore.cli import render
-from sessionstore.errors import SessionNotFoundError, SessionStoreError
-from sessionstore.store.engine import ENV_URL, default_db_path
+from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError, SessionStoreError, StoreError
+from sessionstore.store.engine import ENV_URL, default_db_path, default_url
 from sessionstore.store.store import UNSET
 from sessionstore.validate import ERROR_CODES
+from sessionstore.wire.jsjson import js_dumpb
+from sessionstore.wire.jsonl import format_validation_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
+REPORT = "please report this with the command you ran"
+
+
+# -- output -----------------------------------------------------------------------------------
+def _write(data: bytes, *, err: bool = False) -> None:
+    """Bytes to stdout/stderr, past the text layer (whose encoding may not be UTF-8, or may be strict)."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # started with the descriptor closed (`sessionstore ls >&-`)
+        if err:
+            return
+        raise OSError(errno.EBADF, "standard output is closed")
+    stream.flush()
+    binary = getattr(stream, "buffer", None)
+    if binary is not None:
+        binary.write(data)
+        binary.flush()
+        return
+    # a text-only stream (an embedding's capture): hand it text it can hold
+    text = data.decode("utf-8", "replace")
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        stream.write(text.encode("ascii", "backslashreplace").decode("ascii"))
+    stream.flush()
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """A line for people: terminal controls and lone surrogates escaped (see ``render.safe_text``),
+    characters the stream's encoding lacks written as backslash escapes, never an encoding error."""
+    stream = sys.stderr if err else sys.stdout
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        data = (render.safe_text(text) + "\n").encode(encoding, "backslashreplace")
+    except LookupError:  # an encoding Python does not know
+        data = (render.safe_text(text) + "\n").encode("utf-8", "backslashreplace")
+    _write(data, err=err)
 
 
 def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    """``JSON.stringify(value, null, 2)`` as pi would write it, UTF-8 whatever the locale."""
+    _write(js_dumpb(value, indent=2) + b"\n")
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+def one_line(message: str) -> str:
+    return " ".join(render.safe_line(part) for part in message.splitlines() if part.strip()) or "(no message)"
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    say(f"error: {one_line(message)}", err=True)
     sys.exit(code)
 
 
+# -- errors -----------------------------------------------------------------------------------
+class DatabaseProblem(Exception):
+    """The database at ``label`` cannot be used; ``reason`` says why (one line)."""
+
+    def __init__(self, label: str, reason: str) -> None:
+        super().__init__(f"database {label}: {reason}")
+
+
+def _type_name(exc: BaseException) -> str:
+    kind = type(exc)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _driver_message(exc: BaseException) -> str:
+    """The driver's own words for a database error (not SQLAlchemy's wrapping and background link)."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, BaseException):
+            exc = orig
+            continue
+        if isinstance(exc, StoreError | SQLAlchemyError) and exc.__cause__ is not None:
+            exc = exc.__cause__
+            continue
+        break
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first
+
+
+def _os_message(exc: OSError) -> str:
+    where = exc.filename if exc.filename is not None else ""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return f"{where}: {what}" if where else what
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """The one line (after ``error: ``) and the exit status that report ``exc``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", 130
+    if isinstance(exc, DatabaseProblem):
+        return str(exc), 2
+    if isinstance(exc, StoreError) and isinstance(exc.__cause__, SQLAlchemyError | sqlite3.Error):
+        return _in_database(exc), 2
+    if isinstance(exc, SessionStoreError):
+        text = str(exc).strip()
+        return (text.splitlines()[0] if text else type(exc).__name__), 2
+    if isinstance(exc, SQLAlchemyError | sqlite3.Error):
+        return _in_database(exc), 2
+    if isinstance(exc, OSError):
+        return _os_message(exc), 2
+    if isinstance(exc, MemoryError):
+        return "out of memory", 2
+    if isinstance(exc, ValidationError):  # a library check that did not say it in its own words
+        return f"invalid input: {format_validation_error(exc)}", 2
+    message = str(exc).strip()
+    message = f": {message}" if message else ""
+    return f"internal error: {_type_name(exc)}{message} ({REPORT})", 2
+
+
+def _in_database(exc: BaseException) -> str:
+    """A driver error met while running a command, naming the command's database."""
+    context = click.get_current_context(silent=True)
+    state = context.find_object(Ctx) if context is not None else None
+    if state is None:
+        return f"database error: {_driver_message(exc)}"
+    url = state.resolved_url
+    return f"database {db_label(url)}: {_database_reason(exc, url)}"
+
+
+_PASS_THROUGH = (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort)
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """Whatever goes wrong inside becomes one ``error:`` line on stderr and exit status 2 (130 for
+    an interrupt); ``SystemExit`` and click's own exceptions pass untouched."""
+    try:
+        yield
+    except _PASS_THROUGH:
+        raise
+    except BrokenPipeError:
+        # The reader went away (`sessionstore context X | head`): stop quietly, as `cat` does.
+        with suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except (Exception, KeyboardInterrupt) as exc:
+        message, code = describe(exc)
+        try:
+            fail(message, code)
+        except BrokenPipeError:  # stderr went away too
+            sys.exit(code)
+
+
 def handle_errors(func: F) -> F:
-    """Turn library errors and bad input into one line on stderr and exit status 2."""
+    """Turn any failure into one line on stderr and exit status 2 (see :func:`reported_errors`)."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with reported_errors():
             return func(*args, **kwargs)
-        except BrokenPipeError:
-            # The reader went away (`sessionstore context X | head`): stop quietly, as `cat` does.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(0)
-        except SessionStoreError as exc:
-            fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        except OSError as exc:
-            fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-        except json.JSONDecodeError as exc:
-            fail(f"invalid JSON input: {exc}")
 
     return wrapper  # type: ignore[return-value]
+
+
+# -- the database -----------------------------------------------------------------------------
+def db_label(url: str) -> str:
+    """How an error names the database: a SQLite file's path, else the URL without its password."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return repr(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not parsed.host:
+        return parsed.database
+    try:
+        return parsed.render_as_string(hide_password=True)
+    except Exception:  # pragma: no cover - a URL that parsed renders
+        return repr(url)
+
+
+def _sqlite_hint(url: str) -> str:
+    """Why a SQLite file may not open, from what the file system says (error path only)."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return ""
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database.startswith("file:"):
+        return ""
+    path = Path(parsed.database).expanduser()
+    try:
+        if path.is_dir():
+            return "it is a directory, not a database file"
+        if path.exists() and not os.access(path, os.W_OK):
+            return "the file is read-only"
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            return (f"its directory {path.parent} is not writable, and SQLite needs to create {path.name}-wal"
+                    f" and {path.name}-shm beside the file")
+    except OSError:
+        return ""
+    return ""
+
+
+def _database_reason(exc: BaseException, url: str) -> str:
+    if isinstance(exc, StoreError | SQLAlchemyError | sqlite3.Error):
+        reason = _driver_message(exc)
+        hint = _sqlite_hint(url)
+        return f"{reason}: {hint}" if hint and hint not in reason else reason
+    if isinstance(exc, OSError):
+        if exc.filename is not None and db_label(url) == str(exc.filename):
+            return exc.strerror or str(exc)
+        return _os_message(exc)
+    return describe(exc)[0]
+
+
+@contextmanager
+def database_errors(url: str) -> Iterator[None]:
+    """Errors that opening or checking the database at ``url`` raises name that database."""
+    try:
+        yield
+    except _PASS_THROUGH:
+        raise
+    except (SessionStoreError, SQLAlchemyError, sqlite3.Error, OSError) as exc:
+        if isinstance(exc, SessionStoreError) and not isinstance(exc, StoreError | SchemaError):
+            raise  # a bad URL or a missing driver: the message names the URL or the driver
+        raise DatabaseProblem(db_label(url), _database_reason(exc, url)) from exc
 
 
 class Ctx:
@@ -65,13 +262,20 @@ class Ctx:
         self._store: SessionStore | None = None
 
     @property
+    def resolved_url(self) -> str:
+        return self.url or default_url()
+
+    @property
     def store(self) -> SessionStore:
         if self._store is None:
-            self._store = SessionStore(self.url, durability=self.durability)  # type: ignore[arg-type]
+            with database_errors(self.resolved_url):
+                self._store = SessionStore(self.url, durability=self.durability)  # type: ignore[arg-type]
         return self._store
 
     def session_id(self, given: str) -> str:
         """An exact session id, or a unique prefix of one."""
+        if not given:
+            raise InvalidInputError("an empty session id: give a session id or a unique prefix of one")
         ids = [info.id for info in self.store.list_sessions()]
         if given in ids:
             return given
@@ -79,20 +283,70 @@ class Ctx:
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            raise SessionNotFoundError(f"{given} (ambiguous: {len(matches)} sessions start with it)")
+            raise InvalidInputError(f"session prefix {given!r} is ambiguous: {len(matches)} sessions start with it")
         raise SessionNotFoundError(given)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
 
+class SessionstoreGroup(click.Group):
+    """The root group: the group callback, every subcommand and closing the store all run inside
+    :func:`reported_errors`, so no failure anywhere prints a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with reported_errors():
+            try:
+                result = super().invoke(ctx)
+            except BaseException:
+                with suppress(Exception):  # already failing (or exiting): that is what to report
+                    _close(ctx)
+                raise
+            _close(ctx)
+            return result
+
+
+def _close(ctx: click.Context) -> None:
+    if isinstance(ctx.obj, Ctx):
+        ctx.obj.close()
+
+
+if TYPE_CHECKING:  # generic from click 8.2 on; plain before
+    _StrParam = click.ParamType[str]
+else:
+    _StrParam = click.ParamType
+
+
+class Utf8Text(_StrParam):
+    """A command-line string that can be stored: one whose bytes were UTF-8 (Python keeps bytes that
+    are not as lone surrogates, which no database and no JSON file can hold)."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and render.has_surrogates(value):
+            if isinstance(param, click.Option):
+                what = "/".join(param.opts)
+            else:
+                what = param.human_readable_name if param is not None else "an argument"
+            try:
+                shown = repr(value.encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                shown = render.safe_line(value)
+            fail(f"{what} is not valid UTF-8 text: {shown}")
+        return value
+
+
+TEXT = Utf8Text()
 pass_ctx = click.make_pass_decorator(Ctx)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (pi's field names) instead of text.")
 expected_leaf_option = click.option(
     "--expected-leaf",
     metavar="ENTRY",
     default=None,
+    type=TEXT,
     help="Refuse (exit 2, nothing written) unless the session's leaf is still ENTRY ('none' for no leaf).",
 )
 
@@ -104,6 +358,7 @@ def _expected(value: str | None) -> Any:
 
 
 @click.group(
+    cls=SessionstoreGroup,
     help=f"""Store, resume, branch and compact coding-agent sessions (pi-compatible JSONL).
 
 The database is --db URL, else ${ENV_URL}, else the SQLite file
@@ -120,7 +375,6 @@ SESSION arguments accept a unique prefix of a session id."""
 @click.pass_context
 def cli(context: click.Context, url: str | None, durability: str) -> None:
     context.obj = Ctx(url, durability)
-    context.call_on_close(context.obj.close)
 
 
 # -- import / export / read -------------------------------------------------------------------
@@ -143,7 +397,7 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, s
         if silent or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
             result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace)
         else:
-            with click.progressbar(length=size, label=f"importing {name}", file=sys.stderr) as bar:
+            with click.progressbar(length=size, label=render.safe_line(f"importing {name}"), file=sys.stderr) as bar:
                 done = [0]
 
                 def advance(read: int, bar: Any = bar, done: list[int] = done) -> None:
@@ -153,17 +407,17 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, s
                 result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
         results.append(result)
         if not as_json:
-            click.echo(result.session_id)
+            say(result.session_id)
             for skipped in result.skipped:
-                click.echo(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
+                say(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
     if as_json:
         payload = [r.to_json() for r in results]
         emit_json(payload[0] if len(payload) == 1 else payload)
 
 
 @cli.command()
-@click.argument("session")
-@click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, help="Build the context at this entry.")
+@click.argument("session", type=TEXT)
+@click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Build the context at this entry.")
 @click.option("--provider-safe", is_flag=True, help="Drop error/aborted turns, add results for unanswered calls.")
 @click.option("--full", is_flag=True, help="Do not shorten long texts in the readable output.")
 @json_option
@@ -177,33 +431,98 @@ def context(ctx: Ctx, session: str, leaf: str | None, provider_safe: bool, full:
     if as_json:
         emit_json(result.to_json())
     else:
-        click.echo(render.render_context(result, limit=None if full else 400))
+        say(render.render_context(result, limit=None if full else 400))
+
+
+class RefusedOutput(Exception):
+    """The output path is not a place to write a file to (one line: why)."""
+
+
+def write_file_atomically(target: Path, produce: Callable[[IO[bytes]], int]) -> int:
+    """Write ``target`` through a new file in its directory (created exclusively, never through a
+    symlink), flushed and fsynced, then renamed onto it: readers see the old file or the whole new one.
+
+    Refuses a target that is a symlink or exists as anything but a regular file (``/dev/null``, a fifo,
+    a directory), leaving it alone. A replaced file keeps its permission bits; a new one gets the
+    usual ``0666`` less the umask. The temporary file is removed on any failure."""
+    try:
+        existing = os.lstat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None:
+        if stat.S_ISLNK(existing.st_mode):
+            raise RefusedOutput(f"{target} is a symbolic link: not writing through it (remove it, or name the file"
+                                " it points to)")
+        if not stat.S_ISREG(existing.st_mode):
+            raise RefusedOutput(f"{target} exists and is not a regular file: not replacing it")
+    directory = target.parent
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _attempt in range(100):
+        partial = directory / f".{target.name}.{secrets.token_hex(6)}.partial"
+        try:
+            fd = os.open(partial, flags, 0o600 if existing is not None else 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 random names taken
+        raise RefusedOutput(f"cannot create a temporary file in {directory}")
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            count = produce(fp)
+            fp.flush()
+            os.fsync(fp.fileno())
+            if existing is not None:
+                os.fchmod(fp.fileno(), stat.S_IMODE(existing.st_mode))
+        os.replace(partial, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(partial)
+        raise
+    _fsync_directory(directory)
+    return count
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable (best effort: not every system lets a directory be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 @cli.command()
-@click.argument("session")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="File to write (default: stdout).")
+@click.argument("session", type=TEXT)
+@click.option("-o", "--output", metavar="FILE", default="-",
+              help="File to write, replaced in one step (default: stdout). Not a symlink or a device.")
 @pass_ctx
 @handle_errors
 def export(ctx: Ctx, session: str, output: str) -> None:
     """Export a session as a pi v3 JSONL file (entries in append order)."""
     session_id = ctx.session_id(session)
     if output == "-":
+        sys.stdout.flush()
         ctx.store.export_jsonl(session_id, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
     target = Path(output)
-    partial = target.with_name(target.name + ".partial")
-    with open(partial, "wb") as fp:
-        count = ctx.store.export_jsonl(session_id, fp)
-    partial.replace(target)
-    click.echo(f"wrote {count} entries to {target}", err=True)
+    try:
+        count = write_file_atomically(target, lambda fp: ctx.store.export_jsonl(session_id, fp))
+    except RefusedOutput as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {target}: {exc.strerror or exc}")
+    say(f"wrote {count} entries to {target}", err=True)
 
 
 @cli.command()
-@click.argument("session")
-@click.option("--leaf", metavar="ENTRY_ID", default=None, help="Validate the context at this entry.")
+@click.argument("session", type=TEXT)
+@click.option("--leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Validate the context at this entry.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -215,13 +534,13 @@ def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"sessionId": session_id, "valid": not errors, "diagnostics": [d.to_json() for d in diagnostics]})
     else:
-        click.echo(render.render_diagnostics(diagnostics))
+        say(render.render_diagnostics(diagnostics))
     if errors:
         sys.exit(1)
 
 
 @cli.command("ls")
-@click.option("--cwd", default=None, help="Only sessions started in this directory.")
+@click.option("--cwd", default=None, type=TEXT, help="Only sessions started in this directory.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -231,11 +550,11 @@ def ls_cmd(ctx: Ctx, cwd: str | None, as_json: bool) -> None:
     if as_json:
         emit_json([i.to_json() for i in infos])
     else:
-        click.echo(render.render_sessions(infos))
+        say(render.render_sessions(infos))
 
 
 @cli.command()
-@click.argument("session")
+@click.argument("session", type=TEXT)
 @json_option
 @pass_ctx
 @handle_errors
@@ -245,12 +564,12 @@ def tree(ctx: Ctx, session: str, as_json: bool) -> None:
     if as_json:
         emit_json([r.to_json() for r in roots])
     else:
-        click.echo(render.render_tree(roots))
+        say(render.render_tree(roots))
 
 
 @cli.command()
-@click.argument("session")
-@click.argument("entry")
+@click.argument("session", type=TEXT)
+@click.argument("entry", type=TEXT)
 @pass_ctx
 @handle_errors
 def show(ctx: Ctx, session: str, entry: str) -> None:
@@ -260,15 +579,48 @@ def show(ctx: Ctx, session: str, entry: str) -> None:
 
 # -- writing ----------------------------------------------------------------------------------
 @cli.command()
-@click.option("--cwd", default=None, help="Working directory recorded in the header (default: current).")
-@click.option("--id", "session_id", default=None, help="Session id (default: a new UUID).")
+@click.option("--cwd", default=None, type=TEXT, help="Working directory recorded in the header (default: current).")
+@click.option("--id", "session_id", default=None, type=TEXT, help="Session id (default: a new UUID).")
 @json_option
 @pass_ctx
 @handle_errors
 def new(ctx: Ctx, cwd: str | None, session_id: str | None, as_json: bool) -> None:
     """Create an empty session and print its id."""
-    sid = ctx.store.create_session(cwd=cwd or str(Path.cwd()), session_id=session_id)
-    emit_json({"sessionId": sid}) if as_json else click.echo(sid)
+    if cwd is None:
+        cwd = os.getcwd()
+        if render.has_surrogates(cwd):
+            fail(f"the name of the current directory is not valid UTF-8 ({render.safe_line(cwd)}): give --cwd")
+    sid = ctx.store.create_session(cwd=cwd, session_id=session_id)
+    emit_json({"sessionId": sid}) if as_json else say(sid)
+
+
+def read_json_object(raw: bytes) -> dict[str, Any]:
+    """The JSON object in ``raw`` (UTF-8), or one line saying why there is none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(f"the input is not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})")
+    if not text.strip():
+        fail("no input: expected a JSON object")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # orjson refuses some valid JSON (integers beyond 64 bits, lone surrogate escapes, deep nesting)
+        import json
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            fail(f"invalid JSON input: {exc}")
+        except RecursionError:
+            fail("invalid JSON input: nested too deeply")
+    if not isinstance(data, dict):
+        fail(f"the JSON must be an object, got {_json_type(data)}")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
 
 
 APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "custom_message", "label",
@@ -276,7 +628,7 @@ APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "c
 
 
 @cli.command()
-@click.argument("session")
+@click.argument("session", type=TEXT)
 @click.argument("source", default="-", type=click.File("rb"))
 @click.option("--type", "kind", type=click.Choice(APPEND_TYPES), default="message", show_default=True,
               help="Entry type; for 'message' the JSON is the message itself.")
@@ -286,9 +638,7 @@ APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "c
 @handle_errors
 def append(ctx: Ctx, session: str, source: Any, kind: str, expected_leaf: str | None, as_json: bool) -> None:
     """Append an entry read as JSON from SOURCE (a file, or stdin by default); print its id."""
-    data = json.loads(source.read() or b"null")
-    if not isinstance(data, dict):
-        fail("the JSON must be an object")
+    data = read_json_object(source.read())
     sid = ctx.session_id(session)
     store = ctx.store
     if kind == "message":
@@ -304,13 +654,13 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, expected_leaf: str | 
         )
     else:
         entry_id = store.append_entry(sid, {**data, "type": kind}, expected_leaf=_expected(expected_leaf))
-    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else click.echo(entry_id)
+    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
 
 
 @cli.command()
-@click.argument("session")
-@click.argument("entry")
-@click.option("--summary", default=None, help="Leave a branch_summary of the abandoned branch at ENTRY.")
+@click.argument("session", type=TEXT)
+@click.argument("entry", type=TEXT)
+@click.option("--summary", default=None, type=TEXT, help="Leave a branch_summary of the abandoned branch at ENTRY.")
 @expected_leaf_option
 @pass_ctx
 @handle_errors
@@ -319,7 +669,7 @@ def branch(ctx: Ctx, session: str, entry: str, summary: str | None, expected_lea
     sid = ctx.session_id(session)
     target = None if entry == "none" else entry
     if summary is not None:
-        click.echo(ctx.store.branch_with_summary(sid, target, summary, expected_leaf=_expected(expected_leaf)))
+        say(ctx.store.branch_with_summary(sid, target, summary, expected_leaf=_expected(expected_leaf)))
     elif target is None:
         ctx.store.reset_leaf(sid, expected_leaf=_expected(expected_leaf))
     else:
@@ -327,8 +677,8 @@ def branch(ctx: Ctx, session: str, entry: str, summary: str | None, expected_lea
 
 
 @cli.command()
-@click.argument("session")
-@click.option("--leaf", metavar="ENTRY_ID", default=None, help="Fork at this entry (default: the leaf).")
+@click.argument("session", type=TEXT)
+@click.option("--leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Fork at this entry (default: the leaf).")
 @json_option
 @pass_ctx
 @handle_errors
@@ -336,35 +686,36 @@ def fork(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     """Copy the path root..leaf into a new session; print its id."""
     sid = ctx.session_id(session)
     new_id = ctx.store.fork(sid, leaf_id=UNSET if leaf is None else leaf)
-    emit_json({"sessionId": new_id, "parentSession": sid}) if as_json else click.echo(new_id)
+    emit_json({"sessionId": new_id, "parentSession": sid}) if as_json else say(new_id)
 
 
 @cli.command()
-@click.argument("session")
-@click.argument("entry")
-@click.argument("text", required=False)
+@click.argument("session", type=TEXT)
+@click.argument("entry", type=TEXT)
+@click.argument("text", required=False, type=TEXT)
 @pass_ctx
 @handle_errors
 def label(ctx: Ctx, session: str, entry: str, text: str | None) -> None:
     """Label ENTRY with TEXT (no TEXT clears the label)."""
-    click.echo(ctx.store.append_label(ctx.session_id(session), entry, text))
+    say(ctx.store.append_label(ctx.session_id(session), entry, text))
 
 
 @cli.command()
-@click.argument("session")
-@click.argument("text")
+@click.argument("session", type=TEXT)
+@click.argument("text", type=TEXT)
 @pass_ctx
 @handle_errors
 def name(ctx: Ctx, session: str, text: str) -> None:
     """Name the session."""
-    click.echo(ctx.store.append_session_info(ctx.session_id(session), text))
+    say(ctx.store.append_session_info(ctx.session_id(session), text))
 
 
 @cli.command()
-@click.argument("session")
-@click.option("--summary", default=None, help="The summary of what is compacted away.")
+@click.argument("session", type=TEXT)
+@click.option("--summary", default=None, type=TEXT, help="The summary of what is compacted away.")
 @click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=20000, show_default=True)
-@click.option("--first-kept", metavar="ENTRY_ID", default=None, help="Keep from this entry (default: planned).")
+@click.option("--first-kept", metavar="ENTRY_ID", default=None, type=TEXT,
+              help="Keep from this entry (default: planned).")
 @click.option("--plan", "plan_only", is_flag=True, help="Print what would be summarised; write nothing.")
 @json_option
 @pass_ctx
@@ -381,25 +732,25 @@ def compact(ctx: Ctx, session: str, summary: str | None, keep_recent_tokens: int
         if as_json:
             emit_json(plan.to_json())
             return
-        click.echo(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
-        click.echo(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "
+        say(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
+        say(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "
                    f"kept: ~{plan.kept_tokens}")
-        click.echo(f"messages to summarise: {len(plan.messages_to_summarize)}"
+        say(f"messages to summarise: {len(plan.messages_to_summarize)}"
                    f" (+{len(plan.turn_prefix_messages)} of the split turn)")
         for message in plan.messages_to_summarize + plan.turn_prefix_messages:
             lines = render.message_lines(message, 120)
-            click.echo(f"  {lines[0]}: {' '.join(line.strip() for line in lines[1:2])}")
+            say(f"  {lines[0]}: {' '.join(line.strip() for line in lines[1:2])}")
         return
     if summary is None:
         fail("--summary TEXT is required (or use --plan)")
         return
     entry_id = ctx.store.compact(sid, summary=summary, first_kept_entry_id=first_kept,
                                  keep_recent_tokens=keep_recent_tokens)
-    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else click.echo(entry_id)
+    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
 
 
 @cli.command("rm")
-@click.argument("session")
+@click.argument("session", type=TEXT)
 @click.option("--yes", is_flag=True, help="Do not ask.")
 @pass_ctx
 @handle_errors
@@ -409,7 +760,7 @@ def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
     if not yes and sys.stdin.isatty():
         click.confirm(f"delete session {sid}?", abort=True)
     ctx.store.delete_session(sid)
-    click.echo(f"deleted {sid}", err=True)
+    say(f"deleted {sid}", err=True)
 
 
 @cli.command()
@@ -422,20 +773,20 @@ def demo(ctx: Ctx, export_dir: Path | None) -> None:
     compact, export and resume it, and print the context, the tree and the validation report."""
     from sessionstore.demo import run_demo
 
-    result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: click.echo(line))
+    result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: say(line))
     with SessionStore(ctx.url) as store:
-        click.echo("")
-        click.echo(f"== tree of session {result.session_id} ==")
-        click.echo(render.render_tree(store.tree(result.session_id)))
-        click.echo("")
-        click.echo(f"== context of the fork {result.fork_id}, resumed from the database ==")
-        click.echo(render.render_context(result.context))
-        click.echo("")
-        click.echo("== validation ==")
+        say("")
+        say(f"== tree of session {result.session_id} ==")
+        say(render.render_tree(store.tree(result.session_id)))
+        say("")
+        say(f"== context of the fork {result.fork_id}, resumed from the database ==")
+        say(render.render_context(result.context))
+        say("")
+        say("== validation ==")
         for sid in (result.session_id, result.fork_id):
             diagnostics = store.validate(sid)
             verdict = "valid" if not any(d.code in ERROR_CODES for d in diagnostics) else "INVALID"
-            click.echo(f"session {sid}: {verdict}; {render.render_diagnostics(diagnostics)}")
+            say(f"session {sid}: {verdict}; {render.render_diagnostics(diagnostics)}")
 
 
 # -- schema -----------------------------------------------------------------------------------
@@ -446,13 +797,16 @@ def db() -> None:
 
 @contextmanager
 def _engine(ctx: Ctx) -> Iterator[Any]:
-    from sessionstore.store.engine import default_url, make_engine
+    """An engine on the database; any failure to reach or read it names the database."""
+    from sessionstore.store.engine import make_engine
 
-    engine = make_engine(ctx.url or default_url())
-    try:
-        yield engine
-    finally:
-        engine.dispose()
+    url = ctx.resolved_url
+    with database_errors(url):
+        engine = make_engine(url, durability=ctx.durability)  # type: ignore[arg-type]
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 @db.command()
@@ -463,18 +817,24 @@ def upgrade(ctx: Ctx) -> None:
     from sessionstore.store import migrate
 
     with _engine(ctx) as engine:
-        click.echo(f"schema at {migrate.upgrade(engine)}")
+        revision = migrate.upgrade(engine)
+    say(f"schema at {revision}")
 
 
 @db.command()
 @pass_ctx
 @handle_errors
 def current(ctx: Ctx) -> None:
-    """Print the schema revision of the database."""
+    """Print the schema revision of the database ('none' before the first upgrade); exit 2 when this
+    version of sessionstore does not know it (a newer one wrote the database)."""
     from sessionstore.store import migrate
 
     with _engine(ctx) as engine, engine.connect() as conn:
-        click.echo(migrate.current_revision(conn) or "none")
+        revision = migrate.current_revision(conn)
+        if revision is not None and revision not in migrate.known_revisions():
+            say(revision)
+            migrate.check(conn)  # raises SchemaTooNewError, naming the database
+    say(revision or "none")
 
 
 @db.command()
@@ -486,4 +846,4 @@ def check(ctx: Ctx) -> None:
 
     with _engine(ctx) as engine, engine.connect() as conn:
         migrate.check(conn)
-    click.echo("schema is current")
+    say("schema is current")

@@ -1,8 +1,14 @@
-"""Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed)."""
+"""Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed).
+
+Session data can hold anything, so every rendering goes through :func:`safe_text`: characters that a
+terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional overrides) are
+shown as escapes (``\\x1b``, ``\\u202e``) instead of being sent to the terminal, and lone surrogates as
+``\\udxxx`` (they cannot be encoded).
+"""
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +16,48 @@ from typing import Any
 from sessionstore.api import ContextResult
 from sessionstore.store.store import SessionInfo, TreeNode
 from sessionstore.validate import Diagnostic
+from sessionstore.wire.jsjson import js_dumps
+
+# C0 controls but newline and tab, DEL, C1 controls, bidi embeddings/overrides/isolates, surrogates
+# (a pair held as two code points is one character; a lone one cannot be encoded)
+_UNSAFE = re.compile(
+    "\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
+)
+_UNSAFE_IN_LINE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
+)
+_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if text == "\r\n":
+        return "\n"
+    if len(text) == 2:  # a surrogate pair
+        return chr(0x10000 + ((ord(text[0]) - 0xD800) << 10) + (ord(text[1]) - 0xDC00))
+    code = ord(text)
+    if text in _SHORT:
+        return _SHORT[text]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogates(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def safe_text(text: str) -> str:
+    """``text`` with nothing a terminal acts on but newlines and tabs (CRLF becomes a newline; other
+    controls, bidi overrides and lone surrogates become visible escapes). Applying it twice changes
+    nothing more."""
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def safe_line(text: str) -> str:
+    """:func:`safe_text` for one line of a table or a header: newlines and tabs are escaped too."""
+    return _UNSAFE_IN_LINE.sub(_escape, text) if _UNSAFE_IN_LINE.search(text) else text
 
 
 def clip(text: str, limit: int | None) -> str:
@@ -32,7 +80,7 @@ def _blocks(content: Any, limit: int | None) -> list[str]:
         elif kind == "thinking":
             lines.append("(thinking) " + clip(str(block.get("thinking", "")), limit))
         elif kind == "toolCall":
-            args = json.dumps(block.get("arguments"), ensure_ascii=False)
+            args = js_dumps(block.get("arguments"))
             lines.append(f"→ {block.get('name')}({clip(args, limit)})  [call {block.get('id')}]")
         elif kind == "image":
             lines.append(f"<image {block.get('mimeType')}>")
@@ -71,19 +119,19 @@ def message_lines(message: dict[str, Any], limit: int | None) -> list[str]:
 def render_context(result: ContextResult, *, limit: int | None = 400) -> str:
     model = result.model or {}
     out = [
-        f"session {result.session_id}  leaf {result.leaf_id}",
-        f"model {model.get('provider')}/{model.get('modelId')}  thinking {result.thinking_level}",
+        safe_line(f"session {result.session_id}  leaf {result.leaf_id}"),
+        safe_line(f"model {model.get('provider')}/{model.get('modelId')}  thinking {result.thinking_level}"),
         f"{len(result.messages)} messages, {len(result.llm)} sent to the model",
         "",
     ]
     for index, message in enumerate(result.messages):
         lines = message_lines(message, limit)
         entry = result.entry_ids[index] if index < len(result.entry_ids) else None
-        out.append(f"[{index}] {lines[0]}  ({entry})")
+        out.append(safe_line(f"[{index}] {lines[0]}  ({entry})"))
         out.extend(lines[1:])
     out.append("")
     out.append(render_diagnostics(result.diagnostics))
-    return "\n".join(out)
+    return safe_text("\n".join(out))
 
 
 def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
@@ -93,14 +141,15 @@ def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
     for d in diagnostics:
         where = f"message {d.message_index}" if d.message_index is not None else "transcript"
         entry = f", entry {d.entry_id}" if d.entry_id else ""
-        lines.append(f"  {d.code} ({where}{entry}): {d.message}")
+        lines.append(safe_line(f"  {d.code} ({where}{entry}): {d.message}"))
     return "\n".join(lines)
 
 
 def describe_entry(entry: dict[str, Any]) -> str:
     kind = entry.get("type")
     if kind == "message":
-        message = entry.get("message") or {}
+        message = entry.get("message")
+        message = message if isinstance(message, dict) else {}
         role = message.get("role")
         text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
         return f"{role}: {text}" if text else str(role)
@@ -130,7 +179,7 @@ def render_tree(roots: Iterable[TreeNode]) -> str:
         node, depth = stack.pop()
         mark = "*" if node.on_active_path else " "
         label = f" [{node.label}]" if node.label else ""
-        lines.append(f"{mark} {'  ' * depth}{node.entry.get('id')}{label} {describe_entry(node.entry)}")
+        lines.append(safe_line(f"{mark} {'  ' * depth}{node.entry.get('id')}{label} {describe_entry(node.entry)}"))
         # a chain of single children stays at one indent; a fork indents its branches
         step = 0 if len(node.children) == 1 else 1
         for child in reversed(node.children):
@@ -142,15 +191,19 @@ def render_tree(roots: Iterable[TreeNode]) -> str:
 def ms_to_iso(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, ValueError, OSError):  # a timestamp from the data beyond what datetime holds
+        return str(ms)
 
 
 def render_sessions(infos: Sequence[SessionInfo]) -> str:
     if not infos:
         return "no sessions"
-    rows = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED")]
+    rows: list[tuple[str, ...]] = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED")]
     for i in infos:
-        rows.append((i.id, i.name or "-", i.cwd, str(i.entry_count), i.created[:16].replace("T", " "),
-                     ms_to_iso(i.modified_ms)))
+        created = i.created[:16].replace("T", " ")
+        cells = (i.id, i.name or "-", i.cwd, str(i.entry_count), created, ms_to_iso(i.modified_ms))
+        rows.append(tuple(safe_line(cell) for cell in cells))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)

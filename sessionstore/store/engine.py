@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from sessionstore.errors import BackendUnavailableError, InvalidInputError
+from sessionstore.wire.jsjson import escape_surrogates
 
 Durability = Literal["full", "normal"]
 ENV_URL = "SESSIONSTORE_DB"
@@ -40,11 +41,12 @@ def default_url() -> str:
 
 
 def json_dumps(value: Any) -> str:
-    """JSON text of a payload: orjson, or the standard library for what orjson refuses."""
+    """JSON text of a payload: orjson, or the standard library for what orjson refuses (lone surrogates
+    then escaped as ``JSON.stringify`` escapes them: raw, no database could store the text)."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return escape_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def json_loads(value: str | bytes) -> Any:
@@ -85,6 +87,22 @@ def _back_to_psycopg_defaults(dbapi_connection: Any, record: Any) -> None:
         record.invalidate(exc)
 
 
+def create_private_file(path: Path) -> None:
+    """Create the SQLite file ``path`` readable and writable by its owner only (``0600``), in a directory
+    created ``0700`` when missing, before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files
+    the database file's mode). An existing file, and its mode, are left as they are."""
+    if path.is_dir():
+        raise InvalidInputError(f"{path} is a directory, not a SQLite database file")
+    if path.exists():
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:  # another process created it meanwhile, or a dangling symlink: SQLite decides
+        return
+    os.close(fd)
+
+
 def make_engine(url: str, *, durability: Durability = "full") -> Engine:
     """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore."""
     if durability not in ("full", "normal"):
@@ -104,13 +122,22 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
         return engine
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+    if parsed.host:
+        # sqlite://name.db: SQLAlchemy reads "name.db" as a host, which SQLite has no use for
+        path = parsed.host + (f"/{parsed.database}" if parsed.database else "")
+        raise InvalidInputError(
+            f"not a SQLite URL: {url!r} (a SQLite URL has three slashes before a relative path,"
+            f" sqlite:///{path}, and four before an absolute one, sqlite:////abs/{path})"
+        )
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(Path(database).expanduser())
     try:
         engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads)
     except NoSuchModuleError as exc:  # pragma: no cover - sqlite3 ships with CPython
         raise BackendUnavailableError(str(exc)) from exc
+    except ArgumentError as exc:
+        raise InvalidInputError(f"not a SQLite URL: {url!r}: {str(exc).splitlines()[0]}") from exc
     synchronous = "FULL" if durability == "full" else "NORMAL"
 
     @event.listens_for(engine, "connect")

@@ -9,11 +9,19 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine
 
 from sessionstore.errors import SchemaError
 from sessionstore.store.engine import WRITE
 from sessionstore.store.schema import SCHEMA_REVISION
+
+
+class SchemaTooNewError(SchemaError):
+    """The database was written by a newer sessionstore: its schema revision is unknown here, so this
+    version neither reads nor upgrades it."""
+
+    code = "SCHEMA_TOO_NEW"
 
 
 def alembic_config() -> Config:
@@ -28,15 +36,32 @@ def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
+def known_revisions() -> set[str]:
+    return {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
 def current_revision(conn: Connection) -> str | None:
-    return MigrationContext.configure(conn).get_current_revision()
+    try:
+        return MigrationContext.configure(conn).get_current_revision()
+    except CommandError as exc:  # e.g. several rows in alembic_version: not a schema sessionstore wrote
+        raise SchemaError(f"the database's schema version cannot be read: {exc}") from exc
+
+
+def _too_new(current: str) -> SchemaTooNewError:
+    return SchemaTooNewError(
+        f"the database was written by a newer version of sessionstore (schema revision {current!r}; this one knows"
+        f" revisions up to {SCHEMA_REVISION!r}): upgrade sessionstore"
+    )
 
 
 def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """Bring the schema to ``revision``; safe when several processes open a new database at once."""
     with engine.connect().execution_options(**WRITE) as conn:
         with conn.begin():
-            if current_revision(conn) != SCHEMA_REVISION or revision != "head":
+            current = current_revision(conn)
+            if current != SCHEMA_REVISION or revision != "head":
+                if current is not None and current not in known_revisions():
+                    raise _too_new(current)
                 config = alembic_config()
                 config.attributes["connection"] = conn
                 command.upgrade(config, revision)
@@ -51,12 +76,8 @@ def check(conn: Connection) -> None:
         return
     if current is None:
         raise SchemaError("the database has no sessionstore schema: run `sessionstore db upgrade`")
-    known = {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
-    if current not in known:
-        raise SchemaError(
-            f"the database schema is at revision {current!r}, which this version of sessionstore does not know"
-            " (it was written by a newer version): upgrade sessionstore"
-        )
+    if current not in known_revisions():
+        raise _too_new(current)
     raise SchemaError(
         f"the database schema is at revision {current!r}, this version needs {SCHEMA_REVISION!r}:"
         " run `sessionstore db upgrade`"
@@ -74,9 +95,10 @@ def ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
         with engine.connect() as conn:
             try:
                 check(conn)
-            except SchemaError as exc:
-                if "does not know" in str(exc):
-                    raise
+            except SchemaTooNewError:
+                raise
+            except SchemaError:
+                pass
             finally:
                 conn.rollback()
         upgrade(engine)

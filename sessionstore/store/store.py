@@ -205,11 +205,25 @@ class TreeNode:
     on_active_path: bool = False
 
     def to_json(self) -> Json:
-        out: Json = {"entry": self.entry, "onActivePath": self.on_active_path}
-        if self.label is not None:
-            out["label"] = self.label
-        out["children"] = [c.to_json() for c in self.children]
-        return out
+        """``{"entry", "onActivePath", "label"?, "children": [...]}``, built with an explicit stack (a
+        session's tree is as deep as its longest branch: thousands of entries)."""
+
+        def shell(node: TreeNode) -> Json:
+            out: Json = {"entry": node.entry, "onActivePath": node.on_active_path}
+            if node.label is not None:
+                out["label"] = node.label
+            out["children"] = []
+            return out
+
+        root = shell(self)
+        stack: list[tuple[TreeNode, Json]] = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            for child in node.children:
+                child_out = shell(child)
+                out["children"].append(child_out)
+                stack.append((child, child_out))
+        return root
 
 
 @dataclass(slots=True)
