@@ -351,6 +351,8 @@ def test_a_deeply_nested_message_goes_through_every_command(run: Run) -> None:
     sid = run("new", "--cwd", "/w").stdout.strip()
     message = user("deep")
     message["extra"] = json.loads("[" * 900 + "]" * 900)
+    assert_one_error_line(run("append", sid, input=js_dumps(message)), "nested deeper than 200")
+    message["extra"] = json.loads("[" * 190 + "]" * 190)
     entry_id = run("append", sid, input=js_dumps(message)).stdout.strip()
     for command in (["context", sid], ["context", "--json", sid], ["tree", sid], ["tree", "--json", sid],
                     ["export", sid], ["validate", sid], ["show", sid, entry_id]):

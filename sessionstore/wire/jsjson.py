@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from sessionstore.wire.jsonl import js_number
+from sessionstore.models.js import js_number
 
 __all__ = ["escape_surrogates", "js_dumpb", "js_dumps", "js_number_text", "js_string"]
 
