@@ -84,6 +84,13 @@ class SchemaError(SessionStoreError):
     code = "SCHEMA_OUTDATED"
 
 
+class SchemaTooNewError(SchemaError):
+    """The database was written by a newer sessionstore: its schema revision is unknown here, so this
+    version neither reads nor upgrades it."""
+
+    code = "SCHEMA_TOO_NEW"
+
+
 class BackendUnavailableError(SessionStoreError):
     """A database driver or optional extra is missing."""
 

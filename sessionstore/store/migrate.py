@@ -12,16 +12,9 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Connection, Engine
 
-from sessionstore.errors import SchemaError
+from sessionstore.errors import SchemaError, SchemaTooNewError
 from sessionstore.store.engine import WRITE
 from sessionstore.store.schema import SCHEMA_REVISION
-
-
-class SchemaTooNewError(SchemaError):
-    """The database was written by a newer sessionstore: its schema revision is unknown here, so this
-    version neither reads nor upgrades it."""
-
-    code = "SCHEMA_TOO_NEW"
 
 
 def alembic_config() -> Config:
