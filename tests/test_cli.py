@@ -168,3 +168,42 @@ def test_bad_input_gives_one_line_and_no_traceback(run, tmp_path: Path) -> None:
 def test_help_names_the_default_database() -> None:
     out = CliRunner().invoke(cli, ["--help"]).output
     assert "SESSIONSTORE_DB" in out and "sessions.db" in out
+
+
+def test_edit_replaces_or_omits_what_the_model_sees_of_an_entry(run) -> None:  # type: ignore[no-untyped-def]
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    first = run("append", sid, input=json.dumps(user("a long tool dump"))).stdout.strip()
+    second = run("append", sid, input=json.dumps(assistant("ok"))).stdout.strip()
+    edit = json.loads(run("edit", sid, first, "--content", "(removed)", "--json").stdout)
+    assert edit["sessionId"] == sid and edit["entryId"]
+    messages = json.loads(run("context", "--json", sid).stdout)["messages"]
+    assert messages[0]["content"] == "(removed)" and messages[1]["role"] == "assistant"
+    run("edit", sid, second, "--omit")
+    assert [m["role"] for m in json.loads(run("context", "--json", sid).stdout)["messages"]] == ["user"]
+    assert json.loads(run("show", sid, first).stdout)["message"]["content"] == user("a long tool dump")["content"]
+
+
+def test_edit_needs_exactly_one_of_content_and_omit_and_an_editable_target(run) -> None:  # type: ignore[no-untyped-def]
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    first = run("append", sid, input=json.dumps(user("hi"))).stdout.strip()
+    for args, needle in (([], "exactly one"), (["--omit", "--content", "x"], "exactly one")):
+        result = run("edit", sid, first, *args)
+        assert result.exit_code == 2 and needle in result.stderr and result.stderr.count("\n") == 1
+    model = run("append", sid, "--type", "model_change", input='{"provider":"p","modelId":"m"}').stdout.strip()
+    result = run("edit", sid, model, "--omit")
+    assert result.exit_code == 2 and "does not contribute editable model content" in result.stderr
+
+
+def test_append_context_edit_usage_and_label_go_through_the_api_checks(run) -> None:  # type: ignore[no-untyped-def]
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    first = run("append", sid, input=json.dumps(user("hi"))).stdout.strip()
+    edit = run("append", sid, "--type", "context_edit", input=json.dumps({"targetId": first, "replacement": None}))
+    assert edit.exit_code == 0
+    assert json.loads(run("context", "--json", sid).stdout)["messages"] == []
+    usage = {"kind": "cache_warm", "provider": "p", "model": "m", "usage": {"input": 1}}
+    entry_id = run("append", sid, "--type", "usage", input=json.dumps(usage)).stdout.strip()
+    assert json.loads(run("show", sid, entry_id).stdout)["kind"] == "cache_warm"
+    missing = run("append", sid, "--type", "label", input=json.dumps({"targetId": "nope", "label": "x"}))
+    assert missing.exit_code == 2 and "nope" in missing.stderr
+    no_replacement = run("append", sid, "--type", "context_edit", input=json.dumps({"targetId": first}))
+    assert no_replacement.exit_code == 2 and "replacement" in no_replacement.stderr

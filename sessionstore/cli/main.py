@@ -624,7 +624,7 @@ def _json_type(value: Any) -> str:
 
 
 APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "custom_message", "label",
-                "session_info", "compaction", "branch_summary"]
+                "session_info", "compaction", "branch_summary", "context_edit", "usage"]
 
 
 @cli.command()
@@ -652,8 +652,59 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, expected_leaf: str | 
             details=data.get("details"),
             expected_leaf=_expected(expected_leaf),
         )
+    elif kind == "context_edit":
+        if "replacement" not in data:
+            fail('a context_edit needs "replacement": null (omit the target) or {"content": ...}')
+        entry_id = store.append_context_edit(sid, _text_field(data, "targetId"), data["replacement"],
+                                             expected_leaf=_expected(expected_leaf))
+    elif kind == "usage":
+        entry_id = store.append_usage(
+            sid, kind=_text_field(data, "kind"), provider=_text_field(data, "provider"),
+            model=_text_field(data, "model"), usage=data.get("usage") or {}, note=data.get("note"),
+            expected_leaf=_expected(expected_leaf),
+        )
+    elif kind == "label":
+        label = data.get("label")
+        entry_id = store.append_label(sid, _text_field(data, "targetId"), label if isinstance(label, str) else None,
+                                      expected_leaf=_expected(expected_leaf))
     else:
         entry_id = store.append_entry(sid, {**data, "type": kind}, expected_leaf=_expected(expected_leaf))
+    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
+
+
+def _text_field(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        fail(f'the JSON needs a string "{key}"')
+    return str(value)
+
+
+@cli.command()
+@click.argument("session", type=TEXT)
+@click.argument("entry", type=TEXT)
+@click.option("--content", default=None, type=TEXT, help="The content the model sees instead of ENTRY's.")
+@click.option("--omit", is_flag=True, help="Leave ENTRY out of the context.")
+@expected_leaf_option
+@json_option
+@pass_ctx
+@handle_errors
+def edit(ctx: Ctx, session: str, entry: str, content: str | None, omit: bool, expected_leaf: str | None,
+         as_json: bool) -> None:
+    """Edit what the model sees of ENTRY on this branch (pi 1.6's context edit); print the edit's id.
+
+    ENTRY must be on the active branch and be a user, assistant or toolResult message or a custom
+    message. The entry itself stays as it was: the edit is a new entry, so other branches, the export
+    and the tree still show the original.
+
+    \b
+    Example:
+      sessionstore edit 0194c2 a1b2c3d4 --content "(long output removed)"
+      sessionstore edit 0194c2 a1b2c3d4 --omit"""
+    if omit == (content is not None):
+        fail("give exactly one of --content TEXT and --omit")
+    sid = ctx.session_id(session)
+    replacement = None if omit else {"content": content}
+    entry_id = ctx.store.append_context_edit(sid, entry, replacement, expected_leaf=_expected(expected_leaf))
     emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
 
 
