@@ -15,10 +15,10 @@ from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.errors import InvalidInputError, SchemaError
+from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
-from sessionstore.store.schema import SCHEMA_REVISION, metadata
+from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
 from sessionstore.store.store import SessionInfo
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
@@ -320,6 +320,7 @@ def _refused_downgrade(db_url: str) -> None:
 
 _ENTRY = ("session_id, seq, entry_id, parent_id, parent_seq, depth, type, role, timestamp, payload, ctx_depth,"
           " compaction_seq, model_seq, thinking_seq")
+_SESSION = ", ".join(c.name for c in sessions.columns)
 _SWAPPED = "'{\"swapped\": true}'"
 
 
@@ -329,6 +330,14 @@ def _copy_of_entry(seq: int, *, new_seq: str = "seq", new_id: str = "entry_id", 
     return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM entries WHERE session_id = :sid AND seq = {seq}"
 
 
+def _copy_of_session(*, rowid: bool = False, **values: str) -> str:
+    """A SELECT of session ``:sid`` as a sessions row, with ``values`` for some columns."""
+    columns = ", ".join(values.get(c.name, c.name) for c in sessions.columns)
+    return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM sessions WHERE id = :sid"
+
+
+_DELETE_A_LEAF = ["UPDATE sessions SET deleting = TRUE WHERE id = :sid",
+                  "DELETE FROM entries WHERE session_id = :sid AND seq = 3"]
 _BOTH, _SQLITE, _POSTGRESQL = ("sqlite", "postgresql"), ("sqlite",), ("postgresql",)
 _ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     # SQLite's REPLACE deletes the rows in its way without firing their delete trigger.
@@ -339,20 +348,44 @@ _ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     "INSERT OR REPLACE over an entry's rowid": (_SQLITE, [
         f"INSERT OR REPLACE INTO entries (rowid, {_ENTRY})"
         f" {_copy_of_entry(3, new_seq='9', new_id=repr('x'), rowid=True)}"]),
+    "mark deleting, delete a leaf, REPLACE the session row unmarked": (_SQLITE, [
+        *_DELETE_A_LEAF, f"REPLACE INTO sessions ({_SESSION}) {_copy_of_session(deleting='FALSE')}"]),
+    "REPLACE a new session row over the rowid of the session": (_SQLITE, [
+        f"REPLACE INTO sessions (rowid, {_SESSION}) {_copy_of_session(rowid=True, id=repr('other'))}"]),
+    "UPDATE OR REPLACE a new session row onto the rowid of the session": (_SQLITE, [
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
+        "UPDATE OR REPLACE sessions SET rowid = (SELECT rowid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
+    "UPDATE OR REPLACE a new session row onto the rowid of the session, named _rowid_": (_SQLITE, [
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
+        "UPDATE OR REPLACE sessions SET _rowid_ = (SELECT oid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
     "ON CONFLICT DO UPDATE of an entry's seq": (_BOTH, [
         f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1)} ON CONFLICT (session_id, seq) DO UPDATE"
         " SET payload = excluded.payload"]),
     "ON CONFLICT DO UPDATE of an entry's id": (_BOTH, [
         f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1, new_seq='9')} ON CONFLICT (session_id, entry_id) DO UPDATE"
         " SET payload = excluded.payload"]),
+    "mark deleting, delete a leaf, unmark": (_BOTH, [
+        *_DELETE_A_LEAF, "UPDATE sessions SET deleting = FALSE WHERE id = :sid"]),
+    "mark deleting, delete a leaf, unmark by ON CONFLICT DO UPDATE": (_BOTH, [
+        *_DELETE_A_LEAF,
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session()} ON CONFLICT (id) DO UPDATE SET deleting = FALSE"]),
+    "delete the session row, keeping its entries": (_BOTH, ["DELETE FROM sessions WHERE id = :sid"]),
+    "rename the session away from its entries": (_BOTH, ["UPDATE sessions SET id = 'renamed' WHERE id = :sid"]),
     "MERGE updating an entry": (_POSTGRESQL, [
         "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 1"
         f" WHEN MATCHED THEN UPDATE SET payload = {_SWAPPED}"]),
     "MERGE deleting a leaf": (_POSTGRESQL, [
         "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 3"
         " WHEN MATCHED THEN DELETE"]),
+    "mark deleting, delete a leaf, unmark by MERGE": (_POSTGRESQL, [
+        *_DELETE_A_LEAF,
+        "MERGE INTO sessions t USING (SELECT CAST(:sid AS varchar) AS id) s ON t.id = s.id"
+        " WHEN MATCHED THEN UPDATE SET deleting = FALSE"]),
     "TRUNCATE entries": (_POSTGRESQL, ["TRUNCATE entries"]),
+    "TRUNCATE sessions CASCADE": (_POSTGRESQL, ["TRUNCATE sessions CASCADE"]),
 }
+_REFUSED_BY_FOREIGN_KEY = {("postgresql", "delete the session row, keeping its entries")}
+"""PostgreSQL always checks foreign keys; SQLite's shell does not, and a trigger refuses it there."""
 
 
 def _attacks() -> list[object]:
@@ -409,7 +442,8 @@ def _run_raw(store: SessionStore, statements: list[str], sid: str) -> None:
 
 def _refused(store: SessionStore, sid: str, attack: str) -> None:
     seen = _seen(store, sid)
-    with pytest.raises(Exception, match="append-only"):
+    refusal = "foreign key constraint" if (store.dialect, attack) in _REFUSED_BY_FOREIGN_KEY else "append-only"
+    with pytest.raises(Exception, match=refusal):
         _run_raw(store, _ATTACKS[attack][1], sid)
     assert _seen(store, sid) == seen
 
@@ -428,6 +462,30 @@ def test_a_taken_entry_id_is_still_reported_as_taken_through_the_replace_guard(s
     taken = store.path(tree)[-1]["id"]
     with pytest.raises(InvalidInputError, match=f"already has an entry '{taken}'"):
         store.append_message(tree, user("again"), entry_id=taken)
+
+
+def test_a_session_marked_deleting_by_raw_sql_stays_gone_until_imported_again(
+    store: SessionStore, tree: str, tmp_path: Path
+) -> None:
+    """Each step committed on its own: the marked session is gone for every reader at once, entries
+    may then go one by one, and the mark cannot be cleared; import --replace brings back the export."""
+    exported = tmp_path / "tree.jsonl"
+    with exported.open("wb") as fp:
+        store.export_jsonl(tree, fp)
+    path = store.path(tree)
+    for statement in _DELETE_A_LEAF:
+        _run_raw(store, [statement], tree)
+    with pytest.raises(Exception, match="append-only: a session marked deleting stays marked"):
+        _run_raw(store, ["UPDATE sessions SET deleting = FALSE WHERE id = :sid"], tree)
+    for read in (store.path, store.entries, store.session, store.delete_session):
+        with pytest.raises(SessionNotFoundError):
+            read(tree)
+    assert tree not in [s.id for s in store.list_sessions()]
+    result = CliRunner().invoke(cli, ["--db", store.url, "import", "--replace", str(exported)])
+    assert result.exit_code == 0, result.output
+    assert store.path(tree) == path
+    store.delete_session(tree)
+    assert tree not in [s.id for s in store.list_sessions()]
 
 
 _TRIGGERS_BEFORE_0005 = {
@@ -477,6 +535,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_0005_and_ba
                 ]
             else:
                 assert now == before
+        _refused(again, tree, "mark deleting, delete a leaf, unmark")
         if again.dialect == "sqlite":
             _refused(again, tree, "REPLACE INTO over an entry's id at a new seq")
         assert again.append_message(tree, user("after")) == again.path(tree)[-1]["id"]
