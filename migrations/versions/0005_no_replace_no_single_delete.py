@@ -23,14 +23,15 @@ them. PostgreSQL checks its foreign keys always and has no REPLACE: ``ON CONFLIC
 the trigger of 0001.
 
 Cost: the session triggers fire only on writes that name their columns (``UPDATE OF``; SQLite matches
-``rowid``, ``oid`` and ``_rowid_`` by name), so appends do not run them. ``entries_no_replace`` runs on
-every SQLite insert. Measured in one process (CPU time; the same store code alternating call by call
-between databases with and without the triggers of 0005): +3 to +5 us per imported entry (+10-15% of
-an import's CPU time), and no difference beyond the noise per append (-1 to +6 us of 150-260 us).
-Most of it is the price of a row trigger on ``entries`` at all (in raw ``sqlite3`` an empty one costs
-about two thirds as much); the three probes are the rest. A trigger checking that ``parent_seq``
-names a row (``foreign_keys`` off leaves that unchecked) would add another 1-2.5 us per imported
-entry and 7-13 us per append (+4-7%), and is not here.
+``rowid``, ``oid`` and ``_rowid_`` by name), so appends do not run them (PostgreSQL appends measured
+the same with and without them: +2 us on average, within +-40 us, of 1.1 ms). ``entries_no_replace``
+runs on every SQLite insert. Measured in one process (CPU time; the same store code alternating call
+by call between databases with and without the triggers of 0005): +3 to +5 us per imported entry
+(+10-15% of an import's CPU time), and no difference beyond the noise per append (-1 to +6 us of
+150-260 us). Most of it is the price of a row trigger on ``entries`` at all (in raw ``sqlite3`` an
+empty one costs about two thirds as much); the three probes are the rest. A trigger checking that
+``parent_seq`` names a row (``foreign_keys`` off leaves that unchecked) would add another 1-2.5 us
+per imported entry and 7-13 us per append (+4-7%), and is not here.
 
 A future revision that rebuilds ``entries`` on SQLite (as 0004 does) has to drop these triggers
 before and create them after: ``ALTER TABLE ... RENAME`` refuses while a trigger names a missing
