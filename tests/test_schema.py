@@ -10,17 +10,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.errors import InvalidInputError, SchemaError
+from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
-from sessionstore.store.schema import SCHEMA_REVISION, metadata
+from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
+from sessionstore.store.store import SessionInfo
 from sessionstore.wire import dump_line
-from tests.conftest import PG_URL, _admin_url, drop_pg_database, fresh_pg_database
+from tests.builders import Json, assistant, user
+from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database
 
 
 def test_the_code_needs_the_head_revision_of_the_migrations() -> None:
@@ -33,7 +35,7 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
     with sqlite3.connect(tmp_path / "new.db") as conn:
         assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (SCHEMA_REVISION,)
         triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    assert {"entries_append_only_update", "entries_append_only_delete"} <= triggers
+    assert {"entries_append_only_update", "entries_append_only_delete", "entries_no_replace"} <= triggers
 
 
 def test_the_migrated_schema_matches_the_code_schema(db_url: str) -> None:
@@ -312,3 +314,237 @@ def _refused_downgrade(db_url: str) -> None:
             assert migrate.current_revision(conn) == SCHEMA_REVISION
     finally:
         engine.dispose()
+
+
+# -- Raw SQL cannot change the tree of a session that readers see (revision 0005) ---------------
+
+_ENTRY = ("session_id, seq, entry_id, parent_id, parent_seq, depth, type, role, timestamp, payload, ctx_depth,"
+          " compaction_seq, model_seq, thinking_seq")
+_SESSION = ", ".join(c.name for c in sessions.columns)
+_SWAPPED = "'{\"swapped\": true}'"
+
+
+def _copy_of_entry(seq: int, *, new_seq: str = "seq", new_id: str = "entry_id", rowid: bool = False) -> str:
+    """A SELECT of entry ``seq`` of session ``:sid`` as an entries row with another payload."""
+    columns = _ENTRY.replace("seq, entry_id,", f"{new_seq}, {new_id},", 1).replace("payload", _SWAPPED)
+    return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM entries WHERE session_id = :sid AND seq = {seq}"
+
+
+def _copy_of_session(*, rowid: bool = False, **values: str) -> str:
+    """A SELECT of session ``:sid`` as a sessions row, with ``values`` for some columns."""
+    columns = ", ".join(values.get(c.name, c.name) for c in sessions.columns)
+    return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM sessions WHERE id = :sid"
+
+
+_DELETE_A_LEAF = ["UPDATE sessions SET deleting = TRUE WHERE id = :sid",
+                  "DELETE FROM entries WHERE session_id = :sid AND seq = 3"]
+_BOTH, _SQLITE, _POSTGRESQL = ("sqlite", "postgresql"), ("sqlite",), ("postgresql",)
+_ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
+    # SQLite's REPLACE deletes the rows in its way without firing their delete trigger.
+    "INSERT OR REPLACE over an entry's seq": (_SQLITE, [
+        f"INSERT OR REPLACE INTO entries ({_ENTRY}) {_copy_of_entry(1, new_id=repr('swapped'))}"]),
+    "REPLACE INTO over an entry's id at a new seq": (_SQLITE, [
+        f"REPLACE INTO entries ({_ENTRY}) {_copy_of_entry(2, new_seq='9')}"]),
+    "INSERT OR REPLACE over an entry's rowid": (_SQLITE, [
+        f"INSERT OR REPLACE INTO entries (rowid, {_ENTRY})"
+        f" {_copy_of_entry(3, new_seq='9', new_id=repr('x'), rowid=True)}"]),
+    "mark deleting, delete a leaf, REPLACE the session row unmarked": (_SQLITE, [
+        *_DELETE_A_LEAF, f"REPLACE INTO sessions ({_SESSION}) {_copy_of_session(deleting='FALSE')}"]),
+    "REPLACE a new session row over the rowid of the session": (_SQLITE, [
+        f"REPLACE INTO sessions (rowid, {_SESSION}) {_copy_of_session(rowid=True, id=repr('other'))}"]),
+    "UPDATE OR REPLACE a new session row onto the rowid of the session": (_SQLITE, [
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
+        "UPDATE OR REPLACE sessions SET rowid = (SELECT rowid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
+    "UPDATE OR REPLACE a new session row onto the rowid of the session, named _rowid_": (_SQLITE, [
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
+        "UPDATE OR REPLACE sessions SET _rowid_ = (SELECT oid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
+    "ON CONFLICT DO UPDATE of an entry's seq": (_BOTH, [
+        f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1)} ON CONFLICT (session_id, seq) DO UPDATE"
+        " SET payload = excluded.payload"]),
+    "ON CONFLICT DO UPDATE of an entry's id": (_BOTH, [
+        f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1, new_seq='9')} ON CONFLICT (session_id, entry_id) DO UPDATE"
+        " SET payload = excluded.payload"]),
+    "mark deleting, delete a leaf, unmark": (_BOTH, [
+        *_DELETE_A_LEAF, "UPDATE sessions SET deleting = FALSE WHERE id = :sid"]),
+    "mark deleting, delete a leaf, unmark by ON CONFLICT DO UPDATE": (_BOTH, [
+        *_DELETE_A_LEAF,
+        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session()} ON CONFLICT (id) DO UPDATE SET deleting = FALSE"]),
+    "delete the session row, keeping its entries": (_BOTH, ["DELETE FROM sessions WHERE id = :sid"]),
+    "rename the session away from its entries": (_BOTH, ["UPDATE sessions SET id = 'renamed' WHERE id = :sid"]),
+    "MERGE updating an entry": (_POSTGRESQL, [
+        "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 1"
+        f" WHEN MATCHED THEN UPDATE SET payload = {_SWAPPED}"]),
+    "MERGE deleting a leaf": (_POSTGRESQL, [
+        "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 3"
+        " WHEN MATCHED THEN DELETE"]),
+    "mark deleting, delete a leaf, unmark by MERGE": (_POSTGRESQL, [
+        *_DELETE_A_LEAF,
+        "MERGE INTO sessions t USING (SELECT CAST(:sid AS varchar) AS id) s ON t.id = s.id"
+        " WHEN MATCHED THEN UPDATE SET deleting = FALSE"]),
+    "TRUNCATE entries": (_POSTGRESQL, ["TRUNCATE entries"]),
+    "TRUNCATE sessions CASCADE": (_POSTGRESQL, ["TRUNCATE sessions CASCADE"]),
+}
+_REFUSED_BY_FOREIGN_KEY = {("postgresql", "delete the session row, keeping its entries")}
+"""PostgreSQL always checks foreign keys; SQLite's shell does not, and a trigger refuses it there."""
+
+
+def _attacks() -> list[object]:
+    return [
+        pytest.param(backend.values[0], name, marks=backend.marks, id=f"{backend.id}: {name}")
+        for backend in BACKENDS
+        for name, (backends, _) in _ATTACKS.items()
+        if backend.values[0] in backends
+    ]
+
+
+@pytest.fixture
+def tree(store: SessionStore) -> str:
+    """A session with two branches: a -> b -> c and a -> d (seq 0..3; the leaf is d)."""
+    sid = store.create_session(cwd="/w")
+    a = store.append_message(sid, user("a"))
+    store.append_message(sid, assistant("b"))
+    store.append_message(sid, user("c"))
+    store.branch(sid, a)
+    store.append_message(sid, user("d"))
+    store.create_session(cwd="/w")  # a bystander
+    return sid
+
+
+def _seen(store: SessionStore, sid: str) -> tuple[list[Json], list[Json], bytes, SessionInfo, list[SessionInfo]]:
+    """What readers see of ``sid``: its path, its entries, its export and its listing."""
+    out = io.BytesIO()
+    store.export_jsonl(sid, out)
+    return store.path(sid), store.entries(sid), out.getvalue(), store.session(sid), store.list_sessions()
+
+
+def _run_raw(store: SessionStore, statements: list[str], sid: str) -> None:
+    """Run ``statements`` in one transaction as a user at a raw prompt would: SQLite through the
+    ``sqlite3`` module with the shell's defaults (foreign keys off), PostgreSQL through psycopg."""
+    if store.dialect == "sqlite":
+        conn = sqlite3.connect(str(store.engine.url.database), isolation_level=None)
+        try:
+            assert conn.execute("PRAGMA foreign_keys").fetchone() == (0,)
+            conn.execute("BEGIN")
+            try:
+                for statement in statements:
+                    conn.execute(statement, {"sid": sid})
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return
+    with store.engine.begin() as pg:
+        for statement in statements:
+            pg.execute(text(statement), {"sid": sid})
+
+
+def _refused(store: SessionStore, sid: str, attack: str) -> None:
+    seen = _seen(store, sid)
+    refusal = "foreign key constraint" if (store.dialect, attack) in _REFUSED_BY_FOREIGN_KEY else "append-only"
+    with pytest.raises(Exception, match=refusal):
+        _run_raw(store, _ATTACKS[attack][1], sid)
+    assert _seen(store, sid) == seen
+
+
+@pytest.mark.parametrize(("backend", "attack"), _attacks(), indirect=["backend"])
+def test_raw_sql_cannot_swap_or_remove_an_entry_of_a_session_readers_see(
+    store: SessionStore, tree: str, attack: str
+) -> None:
+    _refused(store, tree, attack)
+    assert store.append_message(tree, user("after")) == store.path(tree)[-1]["id"]
+
+
+def test_a_taken_entry_id_is_still_reported_as_taken_through_the_replace_guard(store: SessionStore, tree: str) -> None:
+    """On SQLite the guard against REPLACE refuses a taken id before the unique index does; its message
+    carries the index's, so that the store still names the id (or draws another when it chose it)."""
+    taken = store.path(tree)[-1]["id"]
+    with pytest.raises(InvalidInputError, match=f"already has an entry '{taken}'"):
+        store.append_message(tree, user("again"), entry_id=taken)
+
+
+def test_a_session_marked_deleting_by_raw_sql_stays_gone_until_imported_again(
+    store: SessionStore, tree: str, tmp_path: Path
+) -> None:
+    """Each step committed on its own: the marked session is gone for every reader at once, entries
+    may then go one by one, and the mark cannot be cleared; import --replace brings back the export."""
+    exported = tmp_path / "tree.jsonl"
+    with exported.open("wb") as fp:
+        store.export_jsonl(tree, fp)
+    path = store.path(tree)
+    for statement in _DELETE_A_LEAF:
+        _run_raw(store, [statement], tree)
+    with pytest.raises(Exception, match="append-only: a session marked deleting stays marked"):
+        _run_raw(store, ["UPDATE sessions SET deleting = FALSE WHERE id = :sid"], tree)
+    for read in (store.path, store.entries, store.session, store.delete_session):
+        with pytest.raises(SessionNotFoundError):
+            read(tree)
+    assert tree not in [s.id for s in store.list_sessions()]
+    result = CliRunner().invoke(cli, ["--db", store.url, "import", "--replace", str(exported)])
+    assert result.exit_code == 0, result.output
+    assert store.path(tree) == path
+    store.delete_session(tree)
+    assert tree not in [s.id for s in store.list_sessions()]
+
+
+_TRIGGERS_BEFORE_0005 = {
+    "sqlite": {"entries_append_only_update", "entries_append_only_delete"},
+    "postgresql": {"entries_append_only", "entries_no_truncate"},
+}
+
+
+def _triggers(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            return set(conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars())
+        return set(conn.exec_driver_sql("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal").scalars())
+
+
+@pytest.mark.parametrize("revision", ["0004", "0003", "0002", "0001"])
+def test_a_database_at_an_earlier_revision_keeps_every_entry_through_0005_and_back(
+    store: SessionStore, tree: str, revision: str, tmp_path: Path
+) -> None:
+    """Down to ``revision`` (0005's guards go), then up again in place: every session reads as before,
+    the guards are back, and appends, delete_session and import --replace work."""
+    from alembic import command
+
+    from tests.paths import PI_FILES
+
+    imported = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+    seen = {sid: _seen(store, sid) for sid in (tree, imported)}
+    engine = make_engine(store.url)
+    config = migrate.alembic_config()
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, revision)
+        assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0005"
+    finally:
+        engine.dispose()
+    with SessionStore(store.url) as again:
+        for sid, before in seen.items():
+            now = _seen(again, sid)
+            if again.dialect == "postgresql" and revision == "0001":  # jsonb kept the objects, not the text
+                assert now[:2] + now[3:] == before[:2] + before[3:]
+                assert [json.loads(line) for line in now[2].splitlines()] == [
+                    json.loads(line) for line in before[2].splitlines()
+                ]
+            else:
+                assert now == before
+        _refused(again, tree, "mark deleting, delete a leaf, unmark")
+        if again.dialect == "sqlite":
+            _refused(again, tree, "REPLACE INTO over an entry's id at a new seq")
+        assert again.append_message(tree, user("after")) == again.path(tree)[-1]["id"]
+        again.delete_session(tree)
+        exported = tmp_path / "imported.jsonl"
+        with exported.open("wb") as fp:
+            again.export_jsonl(imported, fp)
+        upgraded = _seen(again, imported)
+        result = CliRunner().invoke(cli, ["--db", again.url, "import", "--replace", str(exported)])
+        assert result.exit_code == 0, result.output
+        assert _seen(again, imported)[:3] == upgraded[:3]
+        assert {s.id for s in again.list_sessions()} == {s.id for s in seen[imported][4]} - {tree}

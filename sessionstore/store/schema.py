@@ -1,8 +1,10 @@
 """The database schema (SQLAlchemy Core). Created only by the Alembic revisions in ``migrations/``.
 
-``entries`` is append-only (the database refuses UPDATE and DELETE, see the migration); besides the
-entry itself (``payload``, pi's JSON with every field) each row stores immutable facts about its
-ancestry, computed once at append time, so that resuming reads only what the context needs:
+``entries`` is append-only: triggers of the migrations (0001, 0005) refuse UPDATE, DELETE and SQLite's
+REPLACE of entries, and entries go only with their whole session (``deleting`` is one-way, and readers
+treat a marked session as gone). Besides the entry itself (``payload``, pi's JSON with every field)
+each row stores immutable facts about its ancestry, computed once at append time, so that resuming
+reads only what the context needs:
 
 - ``depth``: distance from the root (roots have 0);
 - ``ctx_depth``: the depth at which the context of a leaf here starts (0 without compaction; for the
@@ -32,7 +34,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
