@@ -372,8 +372,9 @@ class EntryStore:
         # and every parent is checked below, before its child, in this session; the two index probes per
         # row cost about a tenth of an import). PostgreSQL keeps its checks.
         with raw_write(self.engine, bulk=True) as tx:
-            if tx.one("SELECT 1 FROM sessions WHERE id = :sid", {"sid": to_db(session_id)}) is not None:
-                if not replace:
+            existing = tx.one("SELECT deleting FROM sessions WHERE id = :sid", {"sid": to_db(session_id)})
+            if existing is not None:
+                if not replace and not existing[0]:  # (a session marked deleting is gone for readers)
                     raise SessionExistsError(session_id)
                 self._raw_delete(tx, session_id)
             tx.execute(self._insert_session_sql, _session_values(header))
@@ -588,9 +589,12 @@ class EntryStore:
         return self.insert_session(header, []).session_id
 
     def delete_session(self, session_id: str) -> None:
-        """Remove the session and all its entries in one transaction."""
+        """Remove the session and all its entries in one transaction (also a session that raw SQL
+        marked as deleting, which readers no longer see)."""
+        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
         with raw_write(self.engine) as tx:
-            self._head(tx, session_id, lock=True)
+            if tx.one("SELECT 1 FROM sessions WHERE id = :sid" + lock, {"sid": to_db(session_id)}) is None:
+                raise SessionNotFoundError(session_id)
             self._raw_delete(tx, session_id)
 
     def append_entry(

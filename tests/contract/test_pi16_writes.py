@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sessionstore.api import SessionStore
-from sessionstore.errors import EntryNotFoundError, InvalidInputError
+from sessionstore.errors import EntryNotFoundError, InvalidInputError, SessionNotFoundError
 from sessionstore.models.messages import system_message
 from tests.builders import assistant, user
 
@@ -179,3 +179,23 @@ def test_a_compaction_keeps_the_prompt_in_force_as_its_system_message(store: Ses
     llm = store.context(sid).llm
     assert llm[0]["role"] == "system" and llm[0]["content"] == "You are pi.\n\nAlso be brief."
     assert [m["role"] for m in llm].count("system") == 1
+
+
+def test_a_session_raw_sql_marked_deleting_can_be_deleted_and_its_id_imported_again(
+    store: SessionStore, tmp_path: Any
+) -> None:
+    from sqlalchemy import text
+
+    sid, _ids = conversation(store)
+    path = tmp_path / "s.jsonl"
+    with path.open("wb") as fp:
+        store.export_jsonl(sid, fp)
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
+    assert [s.id for s in store.list_sessions()] == []
+    assert store.import_jsonl(path).session_id == sid
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
+    store.delete_session(sid)
+    with pytest.raises(SessionNotFoundError):
+        store.delete_session(sid)
