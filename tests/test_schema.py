@@ -468,7 +468,7 @@ def test_a_session_marked_deleting_by_raw_sql_stays_gone_until_imported_again(
     store: SessionStore, tree: str, tmp_path: Path
 ) -> None:
     """Each step committed on its own: the marked session is gone for every reader at once, entries
-    may then go one by one, and the mark cannot be cleared; import --replace brings back the export."""
+    may then go one by one, and the mark cannot be cleared; importing the export brings it back."""
     exported = tmp_path / "tree.jsonl"
     with exported.open("wb") as fp:
         store.export_jsonl(tree, fp)
@@ -477,11 +477,11 @@ def test_a_session_marked_deleting_by_raw_sql_stays_gone_until_imported_again(
         _run_raw(store, [statement], tree)
     with pytest.raises(Exception, match="append-only: a session marked deleting stays marked"):
         _run_raw(store, ["UPDATE sessions SET deleting = FALSE WHERE id = :sid"], tree)
-    for read in (store.path, store.entries, store.session, store.delete_session):
+    for read in (store.path, store.entries, store.session):
         with pytest.raises(SessionNotFoundError):
             read(tree)
     assert tree not in [s.id for s in store.list_sessions()]
-    result = CliRunner().invoke(cli, ["--db", store.url, "import", "--replace", str(exported)])
+    result = CliRunner().invoke(cli, ["--db", store.url, "import", str(exported)])  # no --replace needed
     assert result.exit_code == 0, result.output
     assert store.path(tree) == path
     store.delete_session(tree)
