@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from sessionstore.context import build_session_context, project
@@ -29,7 +28,7 @@ from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.store.dbtext import to_db
-from sessionstore.store.engine import json_dumps, json_loads
+from sessionstore.store.engine import json_loads
 from sessionstore.store.rawtx import RawTx
 from sessionstore.store.store import (
     UNSET,
@@ -42,7 +41,7 @@ from sessionstore.store.store import (
     new_header,
 )
 from sessionstore.validate import Diagnostic, validate_transcript
-from sessionstore.wire.jsonl import format_validation_error, within_json_depth
+from sessionstore.wire.jsonl import dump_line, format_validation_error, within_json_depth
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -90,13 +89,10 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
     too_deep = InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)")
-    try:  # a deep copy that also proves the message is plain JSON data
-        try:
-            text = orjson.dumps(dict(message))
-        except orjson.JSONEncodeError:  # integers beyond 64 bits, lone surrogates, or nested past orjson's limit
-            if not within_json_depth(dict(message)):
-                raise too_deep from None
-            text = json_dumps(dict(message)).encode("utf-8")
+    try:  # a deep copy through the line pi would write, which also proves the message is plain JSON data
+        text = dump_line(dict(message), finite_only=True)
+    except RecursionError:
+        raise too_deep from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
     if text.count(b"[") + text.count(b"{") > MAX_JSON_DEPTH and not within_json_depth(message):

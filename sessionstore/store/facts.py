@@ -109,6 +109,10 @@ def message_text(message: dict[str, Any]) -> str:
     return ""
 
 
+_MAX_TIME_MS = 8_640_000_000_000_000
+"""The largest time JavaScript's Date holds (ms); larger message timestamps do not fit the column either."""
+
+
 @dataclass(slots=True)
 class SessionStats:
     """The listing columns of a session, folded over its entries in append order."""
@@ -138,7 +142,8 @@ class SessionStats:
         if role == "user" and self.first_message is None:
             self.first_message = message_text(message)
         stamp = message.get("timestamp")
-        when = stamp if isinstance(stamp, int) and not isinstance(stamp, bool) else iso_to_ms(entry.get("timestamp"))
+        valid_ms = isinstance(stamp, int) and not isinstance(stamp, bool) and abs(stamp) <= _MAX_TIME_MS
+        when = stamp if valid_ms else iso_to_ms(entry.get("timestamp"))
         if when is not None:
             self.modified_ms = max(self.modified_ms or 0, when)
 

@@ -680,7 +680,7 @@ class EntryStore:
             f"a {entry.get('type')!r} entry nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)"
         )
         try:
-            text = dump_line(entry)[:-1].decode("utf-8")
+            text = dump_line(entry, finite_only=True)[:-1].decode("utf-8")
         except RecursionError:
             raise too_deep from None
         except (TypeError, ValueError) as exc:

@@ -18,6 +18,7 @@ In lenient mode a refused line is skipped and recorded in :attr:`SessionFileRead
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -436,9 +437,10 @@ def _js_float(value: float) -> orjson.Fragment | float:
     return value
 
 
-def _has_js_diff(value: Any) -> bool:
+def _has_js_diff(value: Any, finite_only: bool = False) -> bool:
     """Whether ``value`` holds a float that orjson writes differently from JavaScript (an explicit
-    stack and exact type tests: this runs on every appended entry)."""
+    stack and exact type tests: this runs on every appended entry). ``finite_only``: raise
+    ``ValueError`` for NaN and infinities instead of letting them become ``null``."""
     stack = [value]
     pop, push = stack.pop, stack.extend
     while stack:
@@ -451,6 +453,8 @@ def _has_js_diff(value: Any) -> bool:
         elif kind is list:
             push(item)
         elif isinstance(item, float):
+            if finite_only and not math.isfinite(item):
+                raise ValueError(f"{item!r} is not JSON (JSON.stringify would write null)")
             if _js_float(float(item)) is not item:
                 return True
         elif isinstance(item, dict):
@@ -471,19 +475,36 @@ def _with_js_floats(value: Any) -> Any:
     return value
 
 
-def dump_line(obj: Any) -> bytes:
+def _finite(value: Any) -> Any:
+    """A copy of ``value`` with NaN and infinities as ``None`` (what ``JSON.stringify`` writes)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dump_line(obj: Any, *, finite_only: bool = False) -> bytes:
     """One JSONL line as pi writes it (``JSON.stringify``: compact, UTF-8, no ASCII escaping, JS numbers).
 
     Floats that JavaScript writes differently ("5.0" -> 5, "9e-6" -> 0.000009) are found by walking the
     containers, not by scanning the text (long tool results hold no numbers; a text scan cost ~20 us per
     KB), and written as JavaScript does with ``orjson.Fragment``. What orjson refuses (integers beyond
-    64 bits, lone surrogates) goes through ``json`` and a scan of its text."""
+    64 bits, lone surrogates) goes through ``json`` and a scan of its text. NaN and infinities are
+    written as ``null``, as JavaScript writes them, unless ``finite_only`` (then ``ValueError``)."""
     try:
         out = orjson.dumps(obj)  # first: it refuses cycles and nesting past its limit before any walk
-        if _has_js_diff(obj):
+        if _has_js_diff(obj, finite_only):
             out = orjson.dumps(_with_js_floats(obj))
     except TypeError:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        try:
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            if finite_only or "circular" in str(exc).lower():
+                raise
+            text = json.dumps(_finite(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         out = _LONE_SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
         if _MAYBE_JS_DIFF.search(out):
             out = _to_js_numbers(out)
