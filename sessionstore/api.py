@@ -22,6 +22,7 @@ from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, Compacti
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
+from sessionstore.models import js
 from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
@@ -342,7 +343,7 @@ class SessionStore(EntryStore):
             pending.clear()
             copied = {**copy.deepcopy(entry), "parentId": parent}
             first_kept = entry.get("firstKeptEntryId")
-            if entry.get("type") == "compaction" and "firstKeptEntryId" in entry and first_kept != entry["id"]:
+            if entry.get("type") == "compaction" and isinstance(first_kept, str) and first_kept != entry["id"]:
                 copied["firstKeptEntryId"] = after_labels.get(first_kept, first_kept)
             kept.append(copied)
             parent = entry["id"]
@@ -353,8 +354,8 @@ class SessionStore(EntryStore):
                 continue
             label_id = new_entry_id(taken.__contains__)
             taken.add(label_id)
-            kept.append({"type": "label", "id": label_id, "parentId": parent, "timestamp": timestamp,
-                         "targetId": target, "label": label})
+            kept.append(js.obj(("type", "label"), ("id", label_id), ("parentId", parent), ("timestamp", timestamp),
+                               ("targetId", target), ("label", label)))
             parent = label_id
         header = new_header(cwd=source.cwd, session_id=new_session_id, parent_session=session_id)
         return self.insert_session(header, kept).session_id

@@ -190,7 +190,7 @@ def _check_first_kept(entry: Mapping[str, Any], compaction: Mapping[str, Any], o
 
 
 def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[str, Mapping[str, Any]]:
-    """target id -> the latest valid ``context_edit`` for it among ``entries`` (by position)."""
+    """target id -> the latest ``context_edit`` for it among ``entries`` (by position)."""
     edits: dict[str, Mapping[str, Any]] = {}
     ids = {entry_id for entry in entries if (entry_id := _id(entry)) is not None}
     for entry in entries:
@@ -198,9 +198,10 @@ def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[
             continue
         target = entry.get("targetId")
         if "replacement" not in entry:
+            # It still replaces an earlier edit of the target, as in pi's map; applied, it changes nothing
+            # (pi throws where the target has editable messages, and leaves the others as they are).
             out.append(_diagnostic("CONTEXT_EDIT_WITHOUT_REPLACEMENT", entry,
                                    f"context_edit {_id(entry)!r} has no replacement (pi throws on it); ignored"))
-            continue
         if not isinstance(target, str) or target not in ids:
             out.append(_diagnostic("CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT", entry,
                                    f"context_edit {_id(entry)!r}: target {js.to_string(target)!r} is not part of"
@@ -214,6 +215,8 @@ def apply_edit(messages: list[Any], edit: Mapping[str, Any]) -> list[Any]:
     """pi's ``projectContextEntry``: ``replacement: null`` drops the messages; otherwise the ``content``
     of each user/assistant/toolResult/custom message is replaced (shallow copies; a string becomes one
     text block for assistant and toolResult messages), other messages are left as they are."""
+    if "replacement" not in edit:
+        return messages
     replacement = edit.get("replacement")
     if replacement is None:
         return []
@@ -277,7 +280,7 @@ def build_session_context(
         messages = entry_messages(entry)
         edit = edits.get(_id(entry) or "")
         if edit is not None:
-            if edit.get("replacement") is not None and not any(
+            if "replacement" in edit and edit["replacement"] is not None and not any(
                 js.get(m, "role") in EDITABLE_ROLES for m in messages
             ):
                 context.diagnostics.append(

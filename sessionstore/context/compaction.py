@@ -41,8 +41,11 @@ def _text_chars(content: Any, *, images: bool) -> int:
     return chars
 
 
-def estimate_tokens(message: Mapping[str, Any]) -> int:
-    """pi's ``estimateTokens``: ceil(chars / 4) per message, images 1,200 tokens (results, custom)."""
+def estimate_tokens(message: Any) -> int:
+    """pi's ``estimateTokens``: ceil(chars / 4) per message, images 1,200 tokens (results, custom);
+    0 for what is not a message object (a file may hold one)."""
+    if not isinstance(message, Mapping):
+        return 0
     role = message.get("role")
     chars = 0
     if role == "user":

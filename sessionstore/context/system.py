@@ -25,7 +25,9 @@ def content_text(content: Any, separator: str = "\n") -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return separator.join(js.to_string(js.get(b, "text")) for b in content if js.get(b, "type") == "text")
+    # Array#join writes undefined and null as ""
+    texts = (js.get(b, "text") for b in content if js.get(b, "type") == "text")
+    return separator.join("" if js.nullish(text) else js.to_string(text) for text in texts)
 
 
 def current_tools(messages: Iterable[Any]) -> list[Any]:

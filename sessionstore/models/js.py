@@ -7,12 +7,13 @@ pi to the letter on odd data, so these few rules live here, once.
 
 from __future__ import annotations
 
+import email.utils
 import math
+import re
+import time
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
-
-from sessionstore.models.timestamps import iso_to_ms
 
 
 class _Missing:
@@ -141,7 +142,97 @@ def date_ms(value: Any) -> int | None:
             return None
         return int(number)  # TimeClip truncates toward zero
     if isinstance(value, str):
-        return iso_to_ms(value)
+        return date_parse(value)
     if isinstance(value, list | tuple):
-        return iso_to_ms(to_string(value))
+        return date_parse(to_string(value))
     return None
+
+
+_ISO_DATE = re.compile(
+    r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?"
+    r"([Zz]|[+-]\d{2}:?\d{2})?"
+)
+_SLASH_DATE = re.compile(r"(\d{1,4})/(\d{1,2})/(\d{1,4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?")
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (any year; ``day`` may run past the month)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    mp = (month + 9) % 12
+    doy = (153 * mp + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _clip(ms: int) -> int | None:
+    return ms if abs(ms) <= _MAX_TIME_MS else None
+
+
+def _local_offset_ms(utc_ms: int) -> int:
+    """The local zone's offset at about ``utc_ms`` (JavaScript reads a date-time without a zone as local)."""
+    try:
+        return int(time.localtime(utc_ms / 1000).tm_gmtoff) * 1000
+    except (OverflowError, OSError, ValueError):
+        return -time.timezone * 1000
+
+
+def date_parse(text: str) -> int | None:
+    """``Date.parse(text)`` as V8 reads it: the ECMAScript date-time format (``YYYY[-MM[-DD]]`` with an
+    optional ``THH:mm[:ss[.sss]]`` and ``Z``/``±HH:mm``; expanded years ``±YYYYYY``; a day up to 31 runs
+    into the next month; 24:00 is the next day; date-only forms are UTC, date-times without a zone local
+    time), RFC 2822 dates and ``YYYY/MM/DD`` / ``MM/DD/YYYY``; ``None`` for NaN. Other forms V8's legacy
+    parser accepts are not read."""
+    text = text.strip()
+    match = _ISO_DATE.fullmatch(text)
+    if match is not None:
+        return _iso_ms(match)
+    match = _SLASH_DATE.fullmatch(text)
+    if match is not None:
+        a, b, c = (int(g) for g in match.groups()[:3])
+        year, month, day = (a, b, c) if len(match.group(1)) > 2 else (c, a, b)
+        if not (1 <= month <= 12 and 1 <= day <= 31):
+            return None
+        hour, minute, second = (int(g or 0) for g in match.groups()[3:])
+        if hour > 24 or minute > 59 or second > 59:
+            return None
+        utc = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000
+        return _clip(utc - _local_offset_ms(utc))
+    try:
+        parsed = email.utils.parsedate_tz(text)
+    except (TypeError, ValueError, IndexError):
+        parsed = None
+    if parsed is None or not re.search(r"[A-Za-z]{3}", text):
+        return None
+    year, month, day, hour, minute, second = parsed[:6]
+    utc = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000
+    offset = parsed[9]
+    return _clip(utc - offset * 1000 if offset is not None else utc - _local_offset_ms(utc))
+
+
+def _iso_ms(match: re.Match[str]) -> int | None:
+    year_text, month, day, hour, minute, second, fraction, zone = match.groups()
+    if year_text == "-000000":
+        return None
+    year = int(year_text)
+    month_n, day_n = int(month or 1), int(day or 1)
+    if not (1 <= month_n <= 12 and 1 <= day_n <= 31):
+        return None
+    if hour is None:
+        return _clip(_days_from_civil(year, month_n, day_n) * 86_400_000)
+    h, m, sec = int(hour), int(minute), int(second or 0)
+    ms = int((fraction or "0")[:3].ljust(3, "0"))
+    if m > 59 or sec > 59 or h > 24 or (h == 24 and (m or sec or ms)):
+        return None
+    utc = ((_days_from_civil(year, month_n, day_n) * 24 + h) * 60 + m) * 60_000 + sec * 1000 + ms
+    if zone is None:
+        return _clip(utc - _local_offset_ms(utc))
+    if zone in ("Z", "z"):
+        return _clip(utc)
+    digits = zone[1:].replace(":", "")
+    offset = (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
+    if int(digits[:2]) > 23 or int(digits[2:]) > 59:
+        return None
+    return _clip(utc - offset if zone[0] == "+" else utc + offset)

@@ -5,27 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from sessionstore.models.js import date_parse
+
 
 def iso_to_ms(value: object) -> int | None:
-    """Unix ms of an ISO 8601 timestamp, or ``None`` where ``Date.parse`` gives NaN.
-
-    A timestamp without a zone is read as UTC (pi always writes ``toISOString()``, which ends in ``Z``).
-    """
+    """Unix ms of a timestamp string as JavaScript's ``Date.parse`` reads it (see
+    :func:`sessionstore.models.js.date_parse`), or ``None`` where it gives NaN or ``value`` is no string."""
     if not isinstance(value, str) or not value:
         return None
-    return _iso_to_ms(value)
+    return _parse(value)
 
 
-@lru_cache(maxsize=4096)
-def _iso_to_ms(value: str) -> int | None:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+_parse = lru_cache(maxsize=4096)(date_parse)
 
 
 def now_iso() -> str:

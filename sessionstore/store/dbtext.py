@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import overload
 
+from sessionstore.errors import InvalidInputError
+
 ESCAPE = "\ufdd0"
 _NEEDS_ESCAPE = re.compile("[\x00\ud800-\udfff\ufdd0]")
 _ESCAPED = re.compile("\ufdd0(?:0|e|s[0-9a-f]{4})")
@@ -43,8 +45,13 @@ def to_db(value: str) -> str: ...
 @overload
 def to_db(value: None) -> None: ...
 def to_db(value: str | None) -> str | None:
-    """The stored form of ``value`` (``None`` stays ``None``)."""
-    if value is None or _NEEDS_ESCAPE.search(value) is None:
+    """The stored form of ``value`` (``None`` stays ``None``); :class:`InvalidInputError` for what is
+    not a string (an id, a cwd or a name handed to the store must be one)."""
+    if value is None:
+        return value
+    if not isinstance(value, str):
+        raise InvalidInputError(f"expected a string, got {type(value).__name__} {value!r:.60}")
+    if _NEEDS_ESCAPE.search(value) is None:
         return value
     return _NEEDS_ESCAPE.sub(_escape, value)
 

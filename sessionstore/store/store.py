@@ -28,8 +28,10 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from sessionstore.models import js
 from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH
+from sessionstore.models.js import MISSING
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.bulk import INSERT_BATCH, RowSink
@@ -232,14 +234,15 @@ class LabelState:
     order; a truthy ``label`` sets the target's label (a target set again keeps its place in the
     map), any other clears it (a later set puts the target at the end)."""
 
-    current: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    current: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """target id -> (label, timestamp of the entry that set it; MISSING when it has none)."""
 
     def add(self, entry: Json) -> None:
         if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
             return
-        label = entry.get("label")
-        if isinstance(label, str) and label:
-            self.current[entry["targetId"]] = (label, entry.get("timestamp"))
+        label = entry.get("label", MISSING)
+        if js.truthy(label):
+            self.current[entry["targetId"]] = (label, entry.get("timestamp", MISSING))
         else:
             self.current.pop(entry["targetId"], None)
 
@@ -328,24 +331,29 @@ class EntryStore:
         reader = SessionFileReader(source, lenient=lenient)
         try:
             header = reader.header
-            leaf_hint = header.pop("leafId", UNSET)
+            given = header.pop("leafId", UNSET)  # written by export_jsonl; pi ignores it
+            leaf_hint = given if isinstance(given, str) or given is None else UNSET
             result = self.insert_session(
                 header,
                 ((entry, text) for _line, entry, text in reader.entries_with_text()),
                 shared_ids=reader.ids,
                 leaf_id=leaf_hint,
                 replace=replace,
-                lenient_leaf=lenient,
+                lenient_leaf=True,
                 progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
                 source_name=reader.name,
+                header_text=reader.header_text,
             )
         finally:
             reader.close()
-        skipped = list(reader.skipped)
-        if not isinstance(leaf_hint, _Unset) and result.leaf_id != leaf_hint:
-            skipped.append(SkippedLine(1, f"header leafId {leaf_hint!r} names no imported entry; the leaf is the last"))
-        return ImportResult(result.session_id, result.entries, tuple(skipped), result.leaf_id,
-                            tuple(reader.diagnostics))
+        diagnostics = list(reader.diagnostics)
+        if not isinstance(given, _Unset) and (isinstance(leaf_hint, _Unset) or result.leaf_id != leaf_hint):
+            diagnostics.append(Diagnostic(
+                code="INVALID_ENTRY", message_index=None, entry_id=None,
+                message=f"line 1: header leafId {given!r} names no imported entry; the leaf is the last entry,"
+                " as pi reads the file"))
+        return ImportResult(result.session_id, result.entries, tuple(reader.skipped), result.leaf_id,
+                            tuple(diagnostics))
 
     def insert_session(
         self,
@@ -358,6 +366,7 @@ class EntryStore:
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
         shared_ids: dict[str, int] | None = None,
+        header_text: str | None = None,
     ) -> ImportResult:
         """Create a session from a header and entries in append order (each parent before its
         children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
@@ -377,7 +386,7 @@ class EntryStore:
                 if not replace and not existing[0]:  # (a session marked deleting is gone for readers)
                     raise SessionExistsError(session_id)
                 self._raw_delete(tx, session_id)
-            tx.execute(self._insert_session_sql, _session_values(header))
+            tx.execute(self._insert_session_sql, _session_values(header, header_text))
             with RowSink(tx, self._insert_sql) as sink:
                 for item in new_entries:
                     entry, text = item if isinstance(item, tuple) else (item, None)
@@ -413,10 +422,7 @@ class EntryStore:
             row = tx.one(_export_header_sql(self.dialect), {"sid": to_db(session_id)})
             if row is None or row[2]:
                 raise SessionNotFoundError(session_id)
-            header, leaf_id, last = json_loads(row[0]), row[1], row[3]
-            if leaf_id != last:
-                header["leafId"] = from_db(leaf_id)
-            fp.write(dump_line(header))
+            fp.write(export_header_line(row[0], leaf_id=row[1], last_id=row[3]))
             if self.dialect == "postgresql":
                 return copy_payloads_out(tx, to_db(session_id), fp)
             connection = tx.cursor.connection
@@ -555,7 +561,7 @@ class EntryStore:
             seq_on_path = parent_of[seq_on_path]
         return roots
 
-    def labels(self, session_id: str) -> dict[str, str]:
+    def labels(self, session_id: str) -> dict[str, Any]:
         """Resolved labels: target entry id -> label, over every entry in append order (any branch),
         as pi resolves them (see :class:`LabelState`)."""
         return {target: label for target, (label, _ts) in self.label_state(session_id).current.items()}
@@ -779,6 +785,16 @@ class EntryStore:
             )
 
 
+def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:
+    """The header line of an export: the stored line (the file's own header for an imported v3 file),
+    with ``leafId`` added when the leaf (in its stored form) is not the last entry."""
+    if leaf_id == last_id:
+        return header_text.encode("utf-8") + b"\n"
+    header = json_loads(header_text)
+    header["leafId"] = from_db(leaf_id)
+    return dump_line(header)
+
+
 def new_header(
     *, cwd: str, session_id: str | None = None, parent_session: str | None = None, timestamp: str | None = None
 ) -> Json:
@@ -795,8 +811,9 @@ def new_header(
     return header
 
 
-def _session_values(header: Json) -> Json:
-    """The ``sessions`` row of a new session (text in its stored form, the header as pi writes it)."""
+def _session_values(header: Json, header_text: str | None = None) -> Json:
+    """The ``sessions`` row of a new session (text in its stored form; the header as ``header_text``
+    gives it, the file's own line, else as pi writes it)."""
     def text(key: str) -> str:
         value = header.get(key)
         return to_db(value) if isinstance(value, str) else ""
@@ -808,7 +825,7 @@ def _session_values(header: Json) -> Json:
         "cwd": text("cwd"),
         "created": text("timestamp"),
         "parent_session": to_db(parent) if isinstance(parent, str) else None,
-        "header": dump_line(header)[:-1].decode(),
+        "header": header_text if header_text is not None else dump_line(header)[:-1].decode(),
     }
 
 

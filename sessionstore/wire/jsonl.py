@@ -79,6 +79,20 @@ def _effective_version(version: Any) -> int:
     return CURRENT_VERSION
 
 
+_JS_WHITESPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                           "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+"""What JavaScript's ``String#trim`` removes."""
+
+
+def _js_blank(raw: bytes) -> bool:
+    """Whether pi reads the line as blank (``!line.trim()``): only JavaScript whitespace."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(char in _JS_WHITESPACE for char in text)
+
+
 class LineRefused(ValueError):
     """A line cannot be read as pi's JSON; ``str()`` is the reason."""
 
@@ -197,6 +211,12 @@ class SessionFileReader:
         self.source_version: int = _effective_version(self.header.get("version"))
         self._upgrader = Upgrader(self.source_version)
         self._upgrader.upgrade_header(self.header)
+        self.header_text: str | None = (
+            self._header_line.decode("utf-8")
+            if self.source_version == CURRENT_VERSION and "leafId" not in self.header
+            else None
+        )
+        """The header line as the file holds it, when reading changed nothing in it (else ``None``)."""
 
     def close(self) -> None:
         if self._owns:
@@ -213,7 +233,7 @@ class SessionFileReader:
         for raw in self._fp:
             self._line += 1
             self.bytes_read += len(raw)
-            if raw.strip():
+            if raw.strip() and not (raw[:1] >= b"\x80" and _js_blank(raw)):
                 yield self._line, raw
 
     def _error(self, line: int | None, reason: str) -> JsonlError:
@@ -233,6 +253,7 @@ class SessionFileReader:
         if first is None:
             raise self._error(None, "empty file: no session header")
         line, raw = first
+        self._header_line = raw.strip()
         try:
             header = parse_line(raw)
         except LineRefused as exc:
@@ -280,6 +301,8 @@ class SessionFileReader:
                 try:
                     entry, changed = self._entry(line, raw, seen)
                 except _LineError as exc:
+                    if _js_blank(raw):  # blank for pi too: Unicode spaces only
+                        continue
                     if not self.lenient:
                         raise self._error(line, str(exc)) from None
                     self.skipped.append(SkippedLine(line, str(exc)))

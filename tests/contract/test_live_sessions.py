@@ -294,18 +294,17 @@ def test_an_export_is_one_snapshot_even_when_an_append_lands_during_it(
     b = store.append_message(sid, assistant("b"))
     store.branch(sid, a)  # the leaf is not the last entry: the header names it
     other = SessionStore(store.url)
-    original = store_module.dump_line
+    original = store_module.export_header_line
     landed: list[str] = []
     armed = [True]
 
-    def append_then_dump(value: object) -> bytes:
+    def append_then_dump(header_text: str, **leaf: str | None) -> bytes:
         # export writes the header line after reading the session row and before reading the entries
-        # (the append itself writes its line with dump_line too: disarm first)
         if armed.pop() if armed else False:
             landed.append(other.append_message(sid, user("c")))  # a child of the leaf: the new leaf and last
-        return original(value)
+        return original(header_text, **leaf)
 
-    monkeypatch.setattr(store_module, "dump_line", append_then_dump)
+    monkeypatch.setattr(store_module, "export_header_line", append_then_dump)
     try:
         out = io.BytesIO()
         assert store.export_jsonl(sid, out) == 2

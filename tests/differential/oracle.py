@@ -67,7 +67,7 @@ class Oracle:
         """pi's contexts at (at most ``max_leaves``) leaves of each file (see the header of ``pi_oracle.mjs``)."""
         if not files:
             return {}
-        lines = self.run("eval", "--max-leaves", str(max_leaves), *(str(f) for f in files)).splitlines()
+        lines = self.run("eval", "--max-leaves", str(max_leaves), *(str(f) for f in files)).rstrip("\n").split("\n")
         if len(lines) != len(files):
             pytest.fail(f"pi_oracle.mjs eval printed {len(lines)} lines for {len(files)} files")
         return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
