@@ -369,6 +369,8 @@ class SessionStore(EntryStore):
         leaf_id: Leaf = UNSET,
     ) -> CompactionPlan | None:
         """What compacting at the leaf would keep and summarise (``None``: nothing to compact)."""
+        if isinstance(keep_recent_tokens, bool) or not isinstance(keep_recent_tokens, int) or keep_recent_tokens < 0:
+            raise InvalidInputError(f"keep_recent_tokens must be a non-negative int, got {keep_recent_tokens!r}")
         return plan_compaction(self.path(session_id, leaf_id), keep_recent_tokens=keep_recent_tokens)
 
     def compact(

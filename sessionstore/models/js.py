@@ -104,6 +104,10 @@ def number_to_string(value: int | float) -> str:
     return js_number(repr(number).encode()).decode()
 
 
+_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)", re.ASCII)
+_RADIX = re.compile(r"0([xXoObB])([0-9a-fA-F]+)")
+
+
 def to_number(value: Any) -> float:
     """``Number(value)``, as a comparison like ``version < 3`` reads a JSON value (NaN where JS has NaN)."""
     if value is MISSING:
@@ -113,16 +117,27 @@ def to_number(value: Any) -> float:
     if isinstance(value, bool | int | float):
         return float(value)
     if isinstance(value, str):
-        text = value.strip()
+        text = value.strip("".join(JS_SPACE))
         if not text:
             return 0.0
-        try:
-            return float(text) if text.lower() not in ("nan", "inf", "+inf", "-inf", "infinity") else math.nan
-        except ValueError:
-            return math.nan
+        if _DECIMAL.fullmatch(text):
+            return float(text.replace("Infinity", "inf"))
+        radix = _RADIX.fullmatch(text)
+        if radix is not None:
+            base = {"x": 16, "o": 8, "b": 2}[radix.group(1).lower()]
+            try:
+                return float(int(radix.group(2), base))
+            except ValueError:
+                return math.nan
+        return math.nan
     if isinstance(value, list | tuple):
-        return 0.0 if not value else to_number(value[0]) if len(value) == 1 else math.nan
+        return 0.0 if not value else to_number(to_string(value[0])) if len(value) == 1 else math.nan
     return math.nan
+
+
+JS_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+                      "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+"""What JavaScript's ``String#trim`` (and ``Number()``) skip around a value."""
 
 
 _MAX_TIME_MS = 8.64e15
@@ -151,9 +166,10 @@ def date_ms(value: Any) -> int | None:
 _ISO_DATE = re.compile(
     r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
     r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?"
-    r"([Zz]|[+-]\d{2}:?\d{2})?"
+    r"([Zz]|[+-]\d{2}:?\d{2})?",
+    re.ASCII,
 )
-_SLASH_DATE = re.compile(r"(\d{1,4})/(\d{1,2})/(\d{1,4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?")
+_SLASH_DATE = re.compile(r"(\d{1,4})/(\d{1,2})/(\d{1,4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?", re.ASCII)
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:

@@ -17,6 +17,7 @@ In lenient mode a refused line is skipped and recorded in :attr:`SessionFileRead
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -79,18 +80,13 @@ def _effective_version(version: Any) -> int:
     return CURRENT_VERSION
 
 
-_JS_WHITESPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-                           "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
-"""What JavaScript's ``String#trim`` removes."""
-
-
 def _js_blank(raw: bytes) -> bool:
     """Whether pi reads the line as blank (``!line.trim()``): only JavaScript whitespace."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return all(char in _JS_WHITESPACE for char in text)
+    return all(char in js.JS_SPACE for char in text)
 
 
 class LineRefused(ValueError):
@@ -187,6 +183,8 @@ class SessionFileReader:
             self._path: str | None = str(source)
         else:
             self.name = name or str(getattr(source, "name", "<stream>"))
+            if isinstance(source, io.TextIOBase):
+                raise JsonlError(self.name, None, "a text stream: open the file in binary mode ('rb')")
             self._fp = source
             self._owns = False
             self._path = None
@@ -498,6 +496,22 @@ def _with_js_floats(value: Any) -> Any:
     return value
 
 
+def _check_keys(value: Any) -> None:
+    """Raise ``TypeError`` for an object key that is not a string (``json`` would turn 1 into "1")."""
+    stack = [value]
+    seen = 0
+    while stack and seen < 1_000_000:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    raise TypeError(f"object keys must be strings, got {type(key).__name__} {key!r:.40}")
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+
+
 def _finite(value: Any) -> Any:
     """A copy of ``value`` with NaN and infinities as ``None`` (what ``JSON.stringify`` writes)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -522,6 +536,7 @@ def dump_line(obj: Any, *, finite_only: bool = False) -> bytes:
         if _has_js_diff(obj, finite_only):
             out = orjson.dumps(_with_js_floats(obj))
     except TypeError:
+        _check_keys(obj)
         try:
             text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except ValueError as exc:
