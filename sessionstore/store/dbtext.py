@@ -51,7 +51,7 @@ def to_db(value: str | None) -> str | None:
         return value
     if not isinstance(value, str):
         raise InvalidInputError(f"expected a string, got {type(value).__name__} {value!r:.60}")
-    if _NEEDS_ESCAPE.search(value) is None:
+    if (value.isascii() and "\x00" not in value) or _NEEDS_ESCAPE.search(value) is None:
         return value
     return _NEEDS_ESCAPE.sub(_escape, value)
 
