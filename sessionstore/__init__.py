@@ -1,25 +1,59 @@
 """sessionstore: an append-only, pi-compatible store for coding-agent sessions.
 
-The public names are imported lazily so that ``import sessionstore`` stays cheap.
+The public names are typed here for type checkers and imported on first use at run time, so that
+``import sessionstore`` (and every ``sessionstore`` command's start) stays cheap.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessionstore.api import ContextResult as ContextResult
+    from sessionstore.api import SessionStore as SessionStore
+    from sessionstore.errors import EntryNotFoundError as EntryNotFoundError
+    from sessionstore.errors import InvalidInputError as InvalidInputError
+    from sessionstore.errors import JsonlError as JsonlError
+    from sessionstore.errors import LeafConflictError as LeafConflictError
+    from sessionstore.errors import SessionNotFoundError as SessionNotFoundError
+    from sessionstore.errors import SessionStoreError as SessionStoreError
+    from sessionstore.models.messages import AssistantMessage as AssistantMessage
+    from sessionstore.models.messages import SystemMessage as SystemMessage
+    from sessionstore.models.messages import ToolResultMessage as ToolResultMessage
+    from sessionstore.models.messages import UserMessage as UserMessage
+    from sessionstore.models.messages import assistant_message as assistant_message
+    from sessionstore.models.messages import register_role as register_role
+    from sessionstore.models.messages import system_message as system_message
+    from sessionstore.models.messages import tool_result_message as tool_result_message
+    from sessionstore.models.messages import user_message as user_message
+    from sessionstore.store.store import ImportResult as ImportResult
+    from sessionstore.validate import Diagnostic as Diagnostic
+    from sessionstore.validate import validate_transcript as validate_transcript
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
     "SessionStore": "sessionstore.api",
     "ContextResult": "sessionstore.api",
+    "ImportResult": "sessionstore.store.store",
     "user_message": "sessionstore.models.messages",
     "assistant_message": "sessionstore.models.messages",
     "tool_result_message": "sessionstore.models.messages",
+    "system_message": "sessionstore.models.messages",
     "register_role": "sessionstore.models.messages",
+    "UserMessage": "sessionstore.models.messages",
+    "AssistantMessage": "sessionstore.models.messages",
+    "ToolResultMessage": "sessionstore.models.messages",
+    "SystemMessage": "sessionstore.models.messages",
     "validate_transcript": "sessionstore.validate",
     "Diagnostic": "sessionstore.validate",
     "SessionStoreError": "sessionstore.errors",
+    "InvalidInputError": "sessionstore.errors",
+    "JsonlError": "sessionstore.errors",
+    "SessionNotFoundError": "sessionstore.errors",
+    "EntryNotFoundError": "sessionstore.errors",
+    "LeafConflictError": "sessionstore.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -29,4 +63,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'sessionstore' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value

@@ -7,13 +7,29 @@ Each error carries a stable ``code`` (documented in the README).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Literal
+
+ErrorCode = Literal[
+    "SESSIONSTORE_ERROR",
+    "INVALID_INPUT",
+    "JSONL_INVALID",
+    "SESSION_NOT_FOUND",
+    "ENTRY_NOT_FOUND",
+    "SESSION_EXISTS",
+    "LEAF_CONFLICT",
+    "INVALID_COMPACTION",
+    "SCHEMA_OUTDATED",
+    "SCHEMA_TOO_NEW",
+    "BACKEND_UNAVAILABLE",
+    "STORE_ERROR",
+]
+"""The stable codes of the errors in this module (the provider adapter's errors carry its own codes)."""
 
 
 class SessionStoreError(Exception):
-    """Root of every error raised by sessionstore."""
+    """Root of every error raised by sessionstore, the provider adapter's included."""
 
-    code: ClassVar[str] = "SESSIONSTORE_ERROR"
+    code: str = "SESSIONSTORE_ERROR"
 
 
 class InvalidInputError(SessionStoreError, ValueError):

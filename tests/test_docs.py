@@ -74,3 +74,15 @@ def test_every_provider_error_code_is_documented() -> None:
 
     for code in PROVIDER_ERROR_CODES:
         assert f"| `{code}` |" in README
+
+
+def test_the_error_code_literal_lists_every_error_class_code() -> None:
+    from typing import get_args
+
+    assert {c.code for c in error_classes()} | {"SESSIONSTORE_ERROR"} == set(get_args(errors.ErrorCode))
+
+
+def test_every_public_error_is_a_session_store_error_the_provider_adapters_included() -> None:
+    from sessionstore.provider import FixtureProviderError
+
+    assert issubclass(FixtureProviderError, errors.SessionStoreError)

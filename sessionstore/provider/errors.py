@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from sessionstore.errors import SessionStoreError
+
 ProviderErrorCode = Literal[
     "PROVIDER_INVALID_FIXTURE",
     "PROVIDER_EXHAUSTED",
@@ -46,8 +48,8 @@ PROVIDER_ERROR_CODES: dict[ProviderErrorCode, str] = {
 }
 
 
-class FixtureProviderError(Exception):
-    """A typed failure of the fixture provider adapter.
+class FixtureProviderError(SessionStoreError):
+    """A typed failure of the fixture provider adapter (a :class:`~sessionstore.errors.SessionStoreError`).
 
     ``code`` is always a documented :data:`ProviderErrorCode`; ``message`` is prose for people and
     may change. ``provider_code`` carries the transport's own code for ``PROVIDER_TRANSPORT_ERROR``

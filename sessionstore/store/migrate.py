@@ -1,23 +1,28 @@
-"""Schema versions through Alembic (the plain-function API; the CLI's ``db`` commands wrap it)."""
+"""Schema versions through Alembic (the plain-function API; the CLI's ``db`` commands wrap it).
+
+Opening a store at the current revision reads ``alembic_version`` with one statement; Alembic
+itself is imported only to upgrade or to list the revisions it knows.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect, text
 
 from sessionstore.errors import SchemaError, SchemaTooNewError
 from sessionstore.store.engine import WRITE
 from sessionstore.store.schema import SCHEMA_REVISION
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     # `migrations/` is installed as the package `sessionstore._migrations` (see pyproject.toml).
     location = Path(str(import_module("sessionstore._migrations").__file__)).parent
@@ -26,18 +31,25 @@ def alembic_config() -> Config:
 
 
 def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
     return {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
 
 
 def current_revision(conn: Connection) -> str | None:
-    try:
-        return MigrationContext.configure(conn).get_current_revision()
-    except CommandError as exc:  # e.g. several rows in alembic_version: not a schema sessionstore wrote
-        raise SchemaError(f"the database's schema version cannot be read: {exc}") from exc
+    """The revision ``alembic_version`` records (``None``: no sessionstore schema yet)."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+    if len(rows) > 1:  # not a schema sessionstore wrote
+        raise SchemaError(f"the database's schema version cannot be read: {len(rows)} rows in alembic_version")
+    return str(rows[0][0]) if rows else None
 
 
 def _too_new(current: str) -> SchemaTooNewError:
@@ -55,6 +67,8 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
             if current != SCHEMA_REVISION or revision != "head":
                 if current is not None and current not in known_revisions():
                     raise _too_new(current)
+                from alembic import command
+
                 config = alembic_config()
                 config.attributes["connection"] = conn
                 command.upgrade(config, revision)
