@@ -18,7 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from sessionstore.context import build_session_context, project
-from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
+from sessionstore.context.compaction import (
+    DEFAULT_KEEP_RECENT_TOKENS,
+    CompactionPlan,
+    context_tokens,
+    plan_compaction,
+)
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
@@ -393,15 +398,17 @@ class SessionStore(EntryStore):
             leaf = self.leaf(session_id)
             if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
                 raise LeafConflictError(session_id, expected_leaf, leaf)
-            plan = self.plan_compaction(session_id, keep_recent_tokens=keep_recent_tokens)
-            if plan is None:
-                raise InvalidCompactionError(
-                    f"session {session_id!r}: nothing to compact (no entries, or the leaf is a compaction)"
-                )
+            path = self.path(session_id, leaf)
             if first_kept_entry_id is None:
+                plan = plan_compaction(path, keep_recent_tokens=keep_recent_tokens)
+                if plan is None:
+                    raise InvalidCompactionError(
+                        f"session {session_id!r}: nothing to compact (no entries, nothing before the kept part,"
+                        " or the leaf is a compaction)"
+                    )
                 first_kept_entry_id = plan.first_kept_entry_id
             if tokens_before is None:
-                tokens_before = plan.tokens_before or plan.estimated_tokens_before
+                tokens_before = context_tokens(path)
             expected_leaf = leaf
         if isinstance(expected_leaf, _Unset):
             expected_leaf = self.leaf(session_id)

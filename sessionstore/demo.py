@@ -95,8 +95,6 @@ def run_demo(
 
         fork_id = store.fork(sid, leaf_id=answer_entry)
         say(f"forked the answered branch into session {fork_id}")
-        plan = store.plan_compaction(fork_id)
-        assert plan is not None
         compaction_entry = store.compact(
             fork_id, summary="The user asked for 20 + 22; the add tool returned 42.", first_kept_entry_id=user_entry
         )

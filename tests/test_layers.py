@@ -18,7 +18,7 @@ ALLOWED: dict[str, set[str]] = {
     "provider": {"errors"},
     "wire": {"errors", "models", "validate"},
     "store": {"errors", "models", "wire", "validate", "_migrations"},
-    "context": {"errors", "models", "validate"},
+    "context": {"errors", "models", "validate", "wire"},
     "api": {"errors", "models", "wire", "validate", "store", "context"},
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},

@@ -266,31 +266,51 @@ def build_session_context(
     if not path:
         return context
     context.leaf_id = _id(path[-1])
-    chosen, context.diagnostics = context_entries(path)
-    edits = _edits(chosen, context.diagnostics)
+    for projected in project_entries(path, context.diagnostics):
+        entry_id = _id(projected.source)
+        for message in projected.messages:
+            context.messages.append(message)
+            context.entry_ids.append(entry_id)
+    return context
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedEntry:
+    """One context entry and the messages it contributes, edits applied (pi's ``{sourceEntry, messages}``)."""
+
+    source: Mapping[str, Any]
+    messages: list[Any]
+
+
+def project_entries(path: Sequence[Mapping[str, Any]], diagnostics: list[Diagnostic]) -> list[ProjectedEntry]:
+    """pi 1.6's ``buildSessionProjection(...).entries`` for the path (root first): the context entries,
+    each with its messages; what had to be read tolerantly is appended to ``diagnostics``."""
+    chosen, found = context_entries(path)
+    diagnostics.extend(found)
+    edits = _edits(chosen, diagnostics)
+    projected: list[ProjectedEntry] = []
     for index, entry in enumerate(chosen):
         if entry.get("type") == "message" and entry.get("message") is None:
-            context.diagnostics.append(
+            diagnostics.append(
                 _diagnostic("MESSAGE_ENTRY_WITHOUT_MESSAGE", entry,
                             f"message entry {_id(entry)!r} has no message; it contributes nothing")
             )
+            projected.append(ProjectedEntry(entry, []))
             continue
         if entry.get("type") == "compaction" and index > 0:
-            continue  # only the latest compaction contributes its summary (pi 1.6)
+            projected.append(ProjectedEntry(entry, []))  # only the latest compaction contributes (pi 1.6)
+            continue
         messages = entry_messages(entry)
         edit = edits.get(_id(entry) or "")
         if edit is not None:
             if "replacement" in edit and edit["replacement"] is not None and not any(
                 js.get(m, "role") in EDITABLE_ROLES for m in messages
             ):
-                context.diagnostics.append(
+                diagnostics.append(
                     _diagnostic("CONTEXT_EDIT_NO_EFFECT", edit,
                                 f"context_edit {_id(edit)!r} replaces the content of {_id(entry)!r}, whose messages"
                                 " cannot be edited; no effect")
                 )
             messages = apply_edit(messages, edit)
-        entry_id = _id(entry)
-        for message in messages:
-            context.messages.append(message)
-            context.entry_ids.append(entry_id)
-    return context
+        projected.append(ProjectedEntry(entry, messages))
+    return projected

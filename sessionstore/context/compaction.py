@@ -1,22 +1,30 @@
-"""Compaction planning (SPEC 10): pi's token estimate and cut-point rules, over a root-to-leaf path.
+"""Compaction planning (SPEC 10, 12.10): pi 1.6's ``prepareCompaction`` over a root-to-leaf path.
 
-Pure functions over wire dicts, mirroring pi's ``prepareCompaction``/``findCutPoint``. Lengths are
-counted in UTF-16 code units, as JavaScript's ``String.length`` counts them.
+Pure functions over wire dicts. Planning works on the path's projection (``project_entries``: context
+entries with their edited messages), as pi 1.6 does: a previous compaction's kept range is summarised
+again, a cut point is an entry whose projected messages include a user-like or assistant message, and
+lengths are counted in UTF-16 code units, as JavaScript's ``String.length`` counts them.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionstore.context.build import entry_to_message
+from sessionstore.context.build import ProjectedEntry, entry_messages, project_entries
+from sessionstore.context.system import current_system_message
+from sessionstore.models import js
+from sessionstore.models.js import MISSING
+from sessionstore.validate import Diagnostic
+from sessionstore.wire.jsjson import js_dumps
 
 Json = dict[str, Any]
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 IMAGE_CHARS = 4_800  # pi: images count as 4,800 chars (1,200 tokens)
+_CUT_POINT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
+_TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 
 
 def js_len(text: str) -> int:
@@ -26,87 +34,115 @@ def js_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _text_chars(content: Any, *, images: bool) -> int:
+def _length(value: Any) -> int:
+    """``value.length`` for the strings pi measures (0 for what is no string: pi's would be undefined)."""
+    return js_len(value) if isinstance(value, str) else 0
+
+
+def _text_and_image_chars(content: Any) -> int:
     if isinstance(content, str):
         return js_len(content)
     chars = 0
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                chars += js_len(block["text"])
-            elif images and block.get("type") == "image":
-                chars += IMAGE_CHARS
+    for block in content if isinstance(content, list) else []:
+        kind = js.get(block, "type")
+        if kind == "text" and js.truthy(js.get(block, "text")):
+            chars += _length(block["text"])
+        elif kind == "image":
+            chars += IMAGE_CHARS
     return chars
 
 
 def estimate_tokens(message: Any) -> int:
-    """pi's ``estimateTokens``: ceil(chars / 4) per message, images 1,200 tokens (results, custom);
-    0 for what is not a message object (a file may hold one)."""
-    if not isinstance(message, Mapping):
-        return 0
-    role = message.get("role")
+    """pi 1.6's ``estimateTokens``: ceil(chars / 4); images 4,800 chars; a system message counts its
+    content, sections and ``JSON.stringify(toolsAdded)``; 0 for what is not a message object."""
+    role = js.get(message, "role")
     chars = 0
-    if role == "user":
-        chars = _text_chars(message.get("content"), images=False)
+    if role == "system":
+        chars = _text_and_image_chars(message.get("content"))
+        sections = message.get("sections")
+        if isinstance(sections, dict):
+            chars += sum(_length(text) for text in sections.values() if js.truthy(text))
+        if js.truthy(message.get("toolsAdded", MISSING)):
+            chars += js_len(js_dumps(message["toolsAdded"]))
+    elif role in ("user", "custom", "toolResult"):
+        chars = _text_and_image_chars(message.get("content"))
     elif role == "assistant":
         content = message.get("content")
         for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
+            kind = js.get(block, "type")
             if kind == "text":
-                chars += js_len(str(block.get("text", "")))
+                chars += _length(block.get("text"))
             elif kind == "thinking":
-                chars += js_len(str(block.get("thinking", "")))
+                chars += _length(block.get("thinking"))
             elif kind == "toolCall":
-                arguments = json.dumps(block.get("arguments"), ensure_ascii=False, separators=(",", ":"))
-                chars += js_len(str(block.get("name", ""))) + js_len(arguments)
-    elif role in ("custom", "toolResult"):
-        chars = _text_chars(message.get("content"), images=True)
+                chars += _length(block.get("name")) + js_len(js_dumps(block.get("arguments")))
     elif role == "bashExecution":
-        chars = js_len(str(message.get("command", ""))) + js_len(str(message.get("output", "")))
+        chars = _length(message.get("command")) + _length(message.get("output"))
     elif role in ("branchSummary", "compactionSummary"):
-        chars = js_len(str(message.get("summary", "")))
+        chars = _length(message.get("summary"))
     else:
         return 0
     return math.ceil(chars / 4)
 
 
-def _usage_tokens(message: Mapping[str, Any]) -> int | None:
-    if message.get("role") != "assistant" or message.get("stopReason") in ("aborted", "error"):
-        return None
+def _usage_tokens(message: Any) -> int:
+    """pi's ``calculateContextTokens`` of an assistant message's usable usage (0: none usable)."""
+    if js.get(message, "role") != "assistant" or "usage" not in message:
+        return 0
     usage = message.get("usage")
-    if not isinstance(usage, dict):
-        return None
+    if message.get("stopReason") in ("aborted", "error") or not isinstance(usage, dict):
+        return 0
     total = usage.get("totalTokens")
-    if total:
+    if js.truthy(total) and isinstance(total, int | float):
         return int(total)
-    return int(sum(usage.get(k) or 0 for k in ("input", "output", "cacheRead", "cacheWrite")))
+    parts = [usage.get(k) for k in ("input", "output", "cacheRead", "cacheWrite")]
+    if all(isinstance(p, int | float) and not isinstance(p, bool) for p in parts):
+        return int(sum(parts))  # type: ignore[arg-type]
+    return 0
 
 
-def _is_cut_point(entry: Mapping[str, Any]) -> bool:
-    kind = entry.get("type")
-    if kind in ("branch_summary", "custom_message"):
-        return True
-    if kind == "message":
-        message = entry.get("message")
-        role = message.get("role") if isinstance(message, dict) else None
-        return role in ("bashExecution", "custom", "branchSummary", "compactionSummary", "user", "assistant")
-    return False
+def estimate_context_tokens(
+    projected: Sequence[ProjectedEntry], path: Sequence[Mapping[str, Any]]
+) -> int:
+    """pi 1.6's ``estimateProjectedContextTokens``: the last usable assistant usage plus estimates of
+    the messages after it, when that usage comes after the latest context edit or compaction on the
+    path; else estimates of the replayed system prompt and every non-system message."""
+    messages = [m for entry in projected for m in entry.messages]
+    last = next((i for i in range(len(messages) - 1, -1, -1) if _usage_tokens(messages[i]) > 0), None)
+    if last is not None:
+        position = 0
+        usage_entry: Any = None
+        for entry in projected:
+            if last < position + len(entry.messages):
+                usage_entry = entry.source.get("id")
+                break
+            position += len(entry.messages)
+        usage_index = next((i for i, e in enumerate(path) if e.get("id") == usage_entry), -1)
+        invalidating = next(
+            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
+        )
+        if usage_index > invalidating:
+            return _usage_tokens(messages[last]) + sum(estimate_tokens(m) for m in messages[last + 1 :])
+    system = current_system_message(messages)
+    tokens = estimate_tokens(system) if system is not None else 0
+    return tokens + sum(estimate_tokens(m) for m in messages if js.get(m, "role") != "system")
 
 
-def _is_turn_start(entry: Mapping[str, Any]) -> bool:
-    kind = entry.get("type")
-    if kind in ("branch_summary", "custom_message"):
-        return True
-    message = entry.get("message") if kind == "message" else None
-    return isinstance(message, dict) and message.get("role") in ("user", "bashExecution")
+def context_tokens(path: Sequence[Mapping[str, Any]]) -> int:
+    """pi 1.6's ``tokensBefore`` of a compaction appended at the end of ``path``."""
+    return estimate_context_tokens(project_entries(path, []), path)
 
 
-def _message(entry: Mapping[str, Any]) -> Json | None:
-    return entry.get("message") if entry.get("type") == "message" and isinstance(entry.get("message"), dict) else None
+def _is_cut_point(entry: ProjectedEntry) -> bool:
+    return entry.source.get("type") != "compaction" and any(
+        js.get(m, "role") in _CUT_POINT_ROLES for m in entry.messages
+    )
+
+
+def _is_turn_start(entry: ProjectedEntry) -> bool:
+    return entry.source.get("type") != "compaction" and any(
+        js.get(m, "role") in _TURN_START_ROLES for m in entry.messages
+    )
 
 
 @dataclass(slots=True)
@@ -116,46 +152,76 @@ class CutPoint:
     is_split_turn: bool
 
 
-def find_cut_point(path: Sequence[Mapping[str, Any]], start: int, end: int, keep_recent_tokens: int) -> CutPoint:
-    """pi's ``findCutPoint`` over ``path[start:end]``."""
-    cut_points = [i for i in range(start, end) if _is_cut_point(path[i])]
+def find_cut_point(entries: Sequence[ProjectedEntry], start: int, end: int, keep_recent_tokens: int) -> CutPoint:
+    """pi 1.6's ``findProjectedCutPoint`` over ``entries[start:end]``."""
+    cut_points = [i for i in range(start, end) if _is_cut_point(entries[i])]
     if not cut_points:
         return CutPoint(start, -1, False)
     accumulated = 0
+    exceeded = False
     cut_index = cut_points[0]
     for i in range(end - 1, start - 1, -1):
-        message = _message(path[i])
-        if message is None:
+        tokens = sum(estimate_tokens(m) for m in entries[i].messages)
+        if tokens == 0:
             continue
-        accumulated += estimate_tokens(message)
+        accumulated += tokens
         if accumulated >= keep_recent_tokens:
-            cut_index = next((c for c in cut_points if c >= i), cut_index)
+            exceeded = True
+            cut_index = next((c for c in cut_points if c >= i), cut_points[-1])
             break
+    if exceeded and _recovery_omission(entries[cut_index + 1 : end]):
+        cut_index += 1
     while cut_index > start:
-        previous = path[cut_index - 1]
-        if previous.get("type") in ("compaction", "message"):
+        previous = entries[cut_index - 1]
+        if previous.source.get("type") == "compaction" or previous.messages:
             break
         cut_index -= 1
-    cut_message = _message(path[cut_index])
-    is_user = cut_message is not None and cut_message.get("role") == "user"
+    starts_turn = _is_turn_start(entries[cut_index]) if cut_index < len(entries) else False
     turn_start = -1
-    if not is_user:
-        turn_start = next((i for i in range(cut_index, start - 1, -1) if _is_turn_start(path[i])), -1)
-    return CutPoint(cut_index, turn_start, not is_user and turn_start != -1)
+    if not starts_turn:
+        turn_start = next((i for i in range(min(cut_index, len(entries) - 1), start - 1, -1)
+                           if _is_turn_start(entries[i])), -1)
+    return CutPoint(cut_index, turn_start, not starts_turn and turn_start != -1)
+
+
+def _recovery_omission(suffix: Sequence[ProjectedEntry]) -> bool:
+    """pi 1.6: the entries after the cut are all invisible or omitted by edits, one of them an omitted
+    assistant message, none a compaction, and no edit after the cut replaces anything else: keep one
+    entry fewer."""
+    def visible(entry: ProjectedEntry) -> bool:
+        return entry.source.get("type") != "context_edit" and bool(entry_messages(entry.source))
+
+    def omitted(entry: ProjectedEntry) -> bool:
+        return visible(entry) and not entry.messages
+
+    omitted_ids = {entry.source.get("id") for entry in suffix if omitted(entry)}
+    external = any(
+        e.source.get("type") == "context_edit" and e.source.get("replacement", MISSING) is not None
+        and e.source.get("targetId") not in omitted_ids
+        for e in suffix
+    )
+    return (
+        not external
+        and any(e.source.get("type") == "message" and js.get(e.source.get("message"), "role") == "assistant"
+                and omitted(e) for e in suffix)
+        and all(e.source.get("type") != "compaction" and (not visible(e) or omitted(e)) for e in suffix)
+    )
 
 
 @dataclass(slots=True)
 class CompactionPlan:
-    """What a compaction at the end of the path would keep and summarise."""
+    """What a compaction at the end of the path would keep and summarise (pi 1.6's preparation)."""
 
     first_kept_entry_id: str
     is_split_turn: bool
     tokens_before: int
     estimated_tokens_before: int
     kept_tokens: int
-    messages_to_summarize: list[Json] = field(default_factory=list)
-    turn_prefix_messages: list[Json] = field(default_factory=list)
-    previous_summary: str | None = None
+    messages_to_summarize: list[Any] = field(default_factory=list)
+    turn_prefix_messages: list[Any] = field(default_factory=list)
+    previous_summary: Any = None
+    read_files: list[str] = field(default_factory=list)
+    modified_files: list[str] = field(default_factory=list)
 
     def to_json(self) -> Json:
         out: Json = {
@@ -166,54 +232,87 @@ class CompactionPlan:
             "keptTokens": self.kept_tokens,
             "messagesToSummarize": self.messages_to_summarize,
             "turnPrefixMessages": self.turn_prefix_messages,
+            "readFiles": self.read_files,
+            "modifiedFiles": self.modified_files,
         }
         if self.previous_summary is not None:
             out["previousSummary"] = self.previous_summary
         return out
 
 
+def _summarised(entries: Sequence[ProjectedEntry]) -> list[Any]:
+    """pi's ``getMessagesFromProjectedEntryForCompaction``: compactions give nothing, system messages dropped."""
+    return [m for e in entries if e.source.get("type") != "compaction" for m in e.messages
+            if js.get(m, "role") != "system"]
+
+
+def _file_ops(messages: Sequence[Any], previous: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+    """pi's file operations: ``path`` of read/write/edit tool calls (and of a tool result's nested
+    calls), plus the previous pi-made compaction's lists; read-only = read minus modified, sorted."""
+    read: set[str] = set()
+    modified: set[str] = set()
+    details = previous.get("details") if previous is not None and not js.truthy(previous.get("fromHook")) else None
+    if isinstance(details, dict):
+        read.update(f for f in details.get("readFiles") or [] if isinstance(f, str))
+        modified.update(f for f in details.get("modifiedFiles") or [] if isinstance(f, str))
+
+    def add(name: Any, arguments: Any) -> None:
+        path = js.get(arguments, "path")
+        if isinstance(path, str) and path:
+            if name == "read":
+                read.add(path)
+            elif name in ("write", "edit"):
+                modified.add(path)
+
+    for message in messages:
+        role = js.get(message, "role")
+        if role == "toolResult":
+            for call in js.get(js.get(message, "nestedCalls"), "calls") or []:
+                add(js.get(call, "name"), js.get(call, "arguments"))
+        elif role == "assistant" and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if js.get(block, "type") == "toolCall":
+                    add(js.get(block, "name"), js.get(block, "arguments"))
+    return sorted(read - modified), sorted(modified)
+
+
 def plan_compaction(
     path: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 ) -> CompactionPlan | None:
-    """pi's ``prepareCompaction``; ``None`` when there is nothing to compact (empty path, or the
-    path already ends in a compaction). ``tokens_before`` is pi's figure (usage of the last
-    completed assistant message); ``estimated_tokens_before`` sums the estimate over the context."""
+    """pi 1.6's ``prepareCompaction``; ``None`` when there is nothing to compact (an empty path, a path
+    ending in a compaction, a cut entry without an id, or nothing to summarise). ``tokens_before`` is
+    pi's figure; ``estimated_tokens_before`` sums the estimate over every context message."""
     if not path or path[-1].get("type") == "compaction":
         return None
-    previous = max((i for i, e in enumerate(path) if e.get("type") == "compaction"), default=-1)
-    start, end = previous + 1, len(path)
-    tokens_before = 0
-    for entry in reversed(path):
-        message = _message(entry)
-        used = _usage_tokens(message) if message is not None else None
-        if used is not None:
-            tokens_before = used
-            break
-    cut = find_cut_point(path, start, end, keep_recent_tokens)
-    first_kept = path[cut.first_kept_index]
+    diagnostics: list[Diagnostic] = []
+    projected = project_entries(path, diagnostics)
+    previous_index = next(
+        (i for i, e in enumerate(projected) if e.source.get("type") == "compaction" and e.messages), -1
+    )
+    start = previous_index + 1 if previous_index >= 0 else 0
+    cut = find_cut_point(projected, start, len(projected), keep_recent_tokens)
+    if cut.first_kept_index >= len(projected):
+        return None
+    first_kept = projected[cut.first_kept_index].source.get("id")
+    if not isinstance(first_kept, str) or not first_kept:
+        return None
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
-
-    def messages(lo: int, hi: int) -> list[Json]:
-        out = []
-        for entry in path[lo:hi]:
-            message = entry_to_message(entry)
-            if entry.get("type") == "branch_summary" and message is None:
-                message = {"role": "branchSummary", "summary": entry.get("summary"), "fromId": entry.get("fromId")}
-            if message is not None:
-                out.append(message)
-        return out
-
-    from sessionstore.context.build import build_session_context
-
-    estimated = sum(estimate_tokens(m) for m in build_session_context(path).messages)
-    kept = sum(estimate_tokens(m) for e in path[cut.first_kept_index :] if (m := _message(e)) is not None)
+    to_summarize = _summarised(projected[start:history_end])
+    prefix = _summarised(projected[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
+    if not to_summarize and not prefix:
+        return None
+    previous = projected[previous_index].source if previous_index >= 0 else None
+    read_files, modified_files = _file_ops([*to_summarize, *prefix], previous)
+    messages = [m for e in projected for m in e.messages]
     return CompactionPlan(
-        first_kept_entry_id=str(first_kept.get("id")),
+        first_kept_entry_id=first_kept,
         is_split_turn=cut.is_split_turn,
-        tokens_before=tokens_before,
-        estimated_tokens_before=estimated,
-        kept_tokens=kept,
-        messages_to_summarize=messages(start, history_end),
-        turn_prefix_messages=messages(cut.turn_start_index, cut.first_kept_index) if cut.is_split_turn else [],
-        previous_summary=str(path[previous].get("summary")) if previous >= 0 else None,
+        tokens_before=estimate_context_tokens(projected, path),
+        estimated_tokens_before=sum(estimate_tokens(m) for m in messages),
+        kept_tokens=sum(estimate_tokens(m) for e in projected[cut.first_kept_index :] for m in e.messages),
+        messages_to_summarize=to_summarize,
+        turn_prefix_messages=prefix,
+        previous_summary=previous.get("summary") if previous is not None else None,
+        read_files=read_files,
+        modified_files=modified_files,
     )
