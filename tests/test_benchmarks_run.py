@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 
 import pytest
 
+from tests.differential.oracle import in_ci
 from tests.paths import ROOT
 
 RUNS = {
@@ -15,11 +17,20 @@ RUNS = {
     "export.py": ["--quick"],
     "resume.py": ["--sizes", "200", "--repeat", "1"],
     "real_files.py": ["--repeat", "1"],
+    "peers.py": ["--sizes", "100", "--rounds", "2", "--resume-size", "400", "--resume-repeat", "1"],
 }
+NEEDS = {"peers.py": "agents"}
+"""A script's benchmark-only extra (``.[bench]``, which ``.ci/run`` installs), by the module it imports."""
 
 
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_benchmark_script_runs_and_prints_its_table(script: str) -> None:
+    needed = NEEDS.get(script)
+    if needed is not None and importlib.util.find_spec(needed) is None:
+        reason = f"{script} needs the benchmark extra: pip install -e '.[bench]' ({needed} is not importable)"
+        if in_ci():  # .ci/run installs the extra: a missing one is a broken CI setup, not a skip
+            pytest.fail(reason)
+        pytest.skip(reason)
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *RUNS[script]],
         cwd=ROOT,
@@ -30,3 +41,19 @@ def test_benchmark_script_runs_and_prints_its_table(script: str) -> None:
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]  # resume.py exits 1 when a target is missed
     assert "ms" in done.stdout or "MB/s" in done.stdout, done.stdout[-2000:]
+
+
+def test_peers_without_the_extra_exits_with_a_message_not_a_traceback() -> None:
+    """``agents`` made unimportable (a ``None`` entry in ``sys.modules``), then the script run as ``__main__``."""
+    code = (
+        "import runpy, sys; sys.modules['agents'] = None;"
+        f" sys.argv = ['peers.py', '--quick']; runpy.run_path({str(ROOT / 'benchmarks' / 'peers.py')!r},"
+        " run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "pip install -e '.[bench]'" in done.stderr
+    assert "Traceback" not in done.stderr
