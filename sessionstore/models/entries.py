@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
 
 from sessionstore.models.content import ImageContent, TextContent, WireModel
+from sessionstore.models.js import json_type
 
 ENTRY_TYPES = frozenset({
     "message",
@@ -160,15 +161,6 @@ SessionEntry = Annotated[
 ENTRY_ADAPTER: TypeAdapter[Any] = TypeAdapter(SessionEntry)
 
 
-class SessionHeader(WireModel):
-    type: Literal["session"] = "session"
-    version: int | None = None
-    id: str = Field(min_length=1)
-    timestamp: str
-    cwd: str = ""
-    parent_session: str | None = None
-
-
 def parse_entry(data: dict[str, Any]) -> Any:
     """Typed, validated view of a wire entry; raises ``pydantic.ValidationError`` on a bad shape."""
     return _ENTRY_VALIDATOR(data)
@@ -225,12 +217,6 @@ _MESSAGE_CONTENT: dict[str, tuple[type, ...]] = {
 }
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
-
-
 def entry_problems(entry: dict[str, Any]) -> list[str]:
     """What a file entry lacks of pi 1.6's shape for its type, one phrase each (``[]``: well formed).
 
@@ -239,9 +225,9 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     kind = entry.get("type")
     if not isinstance(kind, str):
-        return [f"type is {_json_type(kind)}, not a string: the entry is kept and contributes nothing"]
+        return [f"type is {json_type(kind)}, not a string: the entry is kept and contributes nothing"]
     if not isinstance(entry.get("timestamp"), str):
-        problems.append(f"timestamp is {'missing' if 'timestamp' not in entry else _json_type(entry['timestamp'])}")
+        problems.append(f"timestamp is {'missing' if 'timestamp' not in entry else json_type(entry['timestamp'])}")
     for name, types, optional in _REQUIRED.get(kind, ()):
         if name not in entry:
             if not optional:
@@ -249,7 +235,7 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
         elif (not isinstance(entry[name], types) or (types == _NUMBER and isinstance(entry[name], bool))) and not (
             optional and entry[name] is None
         ):
-            problems.append(f"{name} is {_json_type(entry[name])}")
+            problems.append(f"{name} is {json_type(entry[name])}")
     replacement = entry.get("replacement")
     content = replacement.get("content") if isinstance(replacement, dict) else None
     if kind == "context_edit" and isinstance(replacement, dict) and not isinstance(content, str | list):
@@ -257,19 +243,19 @@ def entry_problems(entry: dict[str, Any]) -> list[str]:
     if kind == "message":
         message = entry.get("message")
         if not isinstance(message, dict):
-            problems.append(f"message is {'missing' if 'message' not in entry else _json_type(message)}")
+            problems.append(f"message is {'missing' if 'message' not in entry else json_type(message)}")
             return problems
         role = message.get("role")
         if not isinstance(role, str):
-            problems.append(f"message.role is {'missing' if 'role' not in message else _json_type(role)}")
+            problems.append(f"message.role is {'missing' if 'role' not in message else json_type(role)}")
             return problems
         accepted = _MESSAGE_CONTENT.get(role)
         if accepted is not None and not isinstance(message.get("content"), accepted):
-            got = "missing" if "content" not in message else _json_type(message["content"])
+            got = "missing" if "content" not in message else json_type(message["content"])
             problems.append(f"message.content ({role}) is {got}")
         if role == "bashExecution":
             for name in ("command", "output"):
                 if not isinstance(message.get(name), str):
-                    got = "missing" if name not in message else _json_type(message[name])
+                    got = "missing" if name not in message else json_type(message[name])
                     problems.append(f"message.{name} is {got}")
     return problems

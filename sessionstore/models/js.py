@@ -44,6 +44,13 @@ def obj(*pairs: tuple[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in pairs if value is not MISSING}
 
 
+def json_type(value: Any) -> str:
+    """The JSON type of a parsed value, as error messages name it: object, array, string, boolean, null, number."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
+
+
 def truthy(value: Any) -> bool:
     """JavaScript truthiness: ``undefined``, ``null``, ``false``, ``0``, ``NaN`` and ``""`` are false;
     every object and array (even empty) is true."""

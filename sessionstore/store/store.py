@@ -22,7 +22,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sessionstore.errors import (
     EntryNotFoundError,
     InvalidInputError,
-    JsonlError,
     LeafConflictError,
     SessionExistsError,
     SessionNotFoundError,
@@ -324,7 +323,8 @@ class EntryStore:
         """Import one pi session file (v1-v3) as a new session, atomically.
 
         Raises :class:`~sessionstore.errors.JsonlError` (``file:line: reason``) for a bad line, unless
-        ``lenient``: then bad lines (and entries below them) are skipped and listed in the result.
+        ``lenient``: then bad lines are skipped and listed in the result (entries below a skipped line become
+        roots, as pi reads them). What pi reads tolerantly is in ``ImportResult.diagnostics``.
         ``progress`` is called with the bytes read so far. A session with the same id is an error
         unless ``replace``: then it is replaced in the same transaction.
         """
@@ -339,7 +339,6 @@ class EntryStore:
                 shared_ids=reader.ids,
                 leaf_id=leaf_hint,
                 replace=replace,
-                lenient_leaf=True,
                 progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
                 source_name=reader.name,
                 header_text=reader.header_text,
@@ -362,7 +361,6 @@ class EntryStore:
         *,
         leaf_id: str | _Unset | None = UNSET,
         replace: bool = False,
-        lenient_leaf: bool = False,
         progress: Callable[[], None] | None = None,
         source_name: str = "<entries>",
         shared_ids: dict[str, int] | None = None,
@@ -371,8 +369,7 @@ class EntryStore:
         """Create a session from a header and entries in append order (each parent before its
         children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
         pi writes it (kept verbatim, so that export gives it back byte for byte). The leaf is
-        ``leaf_id`` if given, else the last entry (also when ``leaf_id`` names no entry and
-        ``lenient_leaf``)."""
+        ``leaf_id`` if given and it names an entry (or is ``None``: no leaf), else the last entry."""
         session_id = str(header["id"])
         index = TreeIndex(shared_ids)
         stats = SessionStats()
@@ -403,11 +400,8 @@ class EntryStore:
             if progress is not None:
                 progress()
             leaf = last_id
-            if not isinstance(leaf_id, _Unset):
-                if leaf_id is None or leaf_id in index:
-                    leaf = leaf_id
-                elif not lenient_leaf:
-                    raise JsonlError(source_name, 1, f"header leafId {leaf_id!r} names no entry")
+            if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
+                leaf = leaf_id
             leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
             tx.execute(_UPDATE_HEAD, {"sid": to_db(session_id), **_leaf_columns(leaf, leaf_facts), **stats.columns()})
         return ImportResult(session_id, len(index), (), leaf)

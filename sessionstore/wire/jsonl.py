@@ -63,12 +63,6 @@ def format_validation_error(exc: ValidationError, *, tagged: bool = False) -> st
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _type_name(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), "number"
-    )
-
-
 def _effective_version(version: Any) -> int:
     """The upgrades pi applies to a file whose header says ``version`` (``null``/absent: 1): v1 -> v2
     when it compares below 2, v2 -> v3 below 3; a version that compares as NaN gets none."""
@@ -257,7 +251,7 @@ class SessionFileReader:
         except LineRefused as exc:
             raise self._error(line, f"the session header is not readable: {exc}") from None
         if not isinstance(header, dict) or header.get("type") != "session":
-            got = header.get("type") if isinstance(header, dict) else _type_name(header)
+            got = header.get("type") if isinstance(header, dict) else js.json_type(header)
             raise self._error(line, f"the first line must be a session header (type 'session'), got {got!r}")
         header_id = header.get("id")
         if not isinstance(header_id, str) or not header_id:
@@ -266,10 +260,10 @@ class SessionFileReader:
         for name in ("timestamp", "cwd"):
             if not isinstance(header.get(name), str):
                 self._note("INVALID_ENTRY", line, None, f"session header: {name} is "
-                           f"{'missing' if name not in header else _type_name(header[name])}")
+                           f"{'missing' if name not in header else js.json_type(header[name])}")
         version = header.get("version")
         if version is not None and (isinstance(version, bool) or not isinstance(version, int | float)):
-            self._note("INVALID_ENTRY", line, None, f"session header: version is {_type_name(version)}; read as"
+            self._note("INVALID_ENTRY", line, None, f"session header: version is {js.json_type(version)}; read as"
                        " pi compares it")
         elif isinstance(version, int | float) and version > CURRENT_VERSION:
             self._note("HEADER_VERSION_NEWER", line, None,
@@ -320,7 +314,7 @@ class SessionFileReader:
         index = self._index
         self._index += 1  # pi counts every parsed object, good or bad, when it numbers v1 entries
         if not isinstance(entry, dict):
-            raise _LineError(f"expected a JSON object, got {_type_name(entry)}")
+            raise _LineError(f"expected a JSON object, got {js.json_type(entry)}")
         kind = entry.get("type")
         if kind == "session":
             raise _LineError("a second session header")
@@ -348,7 +342,7 @@ class SessionFileReader:
                 self._note("PARENT_NOT_FOUND", line, entry_id,
                            f"parentId {parent!r} names no earlier entry: the entry is a root, as pi reads it")
         elif parent is not None or "parentId" not in entry:
-            got = "missing" if "parentId" not in entry else "an empty string" if parent == "" else _type_name(parent)
+            got = "missing" if "parentId" not in entry else "an empty string" if parent == "" else js.json_type(parent)
             self._note("INVALID_ENTRY", line, entry_id, f"parentId is {got}: the entry is a root, as pi reads it")
         for problem in entry_problems(entry):
             self._note("INVALID_ENTRY", line, entry_id, f"{kind!s} entry: {problem}")
