@@ -75,7 +75,7 @@ from _common import (
 
 from sessionstore.api import SessionStore
 from sessionstore.store.facts import NodeFacts, SessionStats, entry_values
-from sessionstore.store.store import _HEAD, _UPDATE_HEAD_COUNTS, _leaf_columns
+from sessionstore.store.entry_store import _HEAD, _UPDATE_HEAD_COUNTS, _leaf_columns
 
 Json = dict[str, Any]
 Row = tuple[str, int, str, str | None, str]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sessionstore.models.messages import system_message as system_message
     from sessionstore.models.messages import tool_result_message as tool_result_message
     from sessionstore.models.messages import user_message as user_message
-    from sessionstore.store.store import ImportResult as ImportResult
+    from sessionstore.store.entry_store import ImportResult as ImportResult
     from sessionstore.validate import Diagnostic as Diagnostic
     from sessionstore.validate import validate_transcript as validate_transcript
 
@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SessionStore": "sessionstore.api",
     "ContextResult": "sessionstore.api",
-    "ImportResult": "sessionstore.store.store",
+    "ImportResult": "sessionstore.store.entry_store",
     "user_message": "sessionstore.models.messages",
     "assistant_message": "sessionstore.models.messages",
     "tool_result_message": "sessionstore.models.messages",

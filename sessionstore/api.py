@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -33,14 +34,12 @@ from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import iso_to_ms, now_iso
-from sessionstore.store.dbtext import to_db
-from sessionstore.store.engine import json_loads
-from sessionstore.store.rawtx import RawTx
-from sessionstore.store.store import (
+from sessionstore.store.engine import Durability, json_loads
+from sessionstore.store.entry_store import (
     UNSET,
+    AppendView,
     EntryStore,
     ImportResult,
-    SessionHead,
     SessionInfo,
     TreeNode,
     _Unset,
@@ -113,8 +112,114 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
     return data
 
 
-class SessionStore(EntryStore):
-    """Sessions in SQLite or PostgreSQL with pi's session-manager operations, context and projection."""
+class SessionStore:
+    """Sessions in SQLite or PostgreSQL with pi's session-manager operations (pi's names, in snake
+    case), import and export of pi's JSONL files, listing, and the context a model call gets.
+
+    ``url``: ``sqlite:///path`` or ``postgresql://...`` (default: ``$SESSIONSTORE_DB``, else SQLite in
+    the user's data directory). ``durability="full"`` (default) makes every acknowledged append survive
+    a crash of the machine; ``"normal"`` (SQLite) may lose the last appends on power loss, never
+    corrupt the file. SQLite databases that are new or behind are upgraded on open; PostgreSQL
+    schemas only by ``sessionstore db upgrade`` (an outdated one raises ``SchemaError``).
+    """
+
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
+        self._entries = EntryStore(url, durability=durability, upgrade=upgrade)
+        self.url = self._entries.url
+
+    @property
+    def database(self) -> str:
+        """The database's URL, password hidden."""
+        return self._entries.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self._entries.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ------------------------------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        timestamp: str | None = None,
+    ) -> str:
+        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+        return self._entries.create_session(cwd=cwd, session_id=session_id, parent_session=parent_session,
+                                            timestamp=timestamp)
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session and all its entries, in one transaction."""
+        self._entries.delete_session(session_id)
+
+    def session(self, session_id: str) -> SessionInfo:
+        return self._entries.session(session_id)
+
+    def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
+        """Sessions, newest first (by last message time, then creation); reads no entry payload."""
+        return self._entries.list_sessions(cwd=cwd)
+
+    def header(self, session_id: str) -> Json:
+        """pi's ``getHeader``: the session's header line."""
+        return self._entries.header(session_id)
+
+    # -- import / export -----------------------------------------------------------------------
+    def import_jsonl(
+        self,
+        source: str | Path | IO[bytes],
+        *,
+        lenient: bool = False,
+        replace: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportResult:
+        """Import one pi session file (v1-v3) as a new session, atomically (see
+        ``EntryStore.import_jsonl``: strict or ``lenient``, ``replace``, ``progress`` in bytes read)."""
+        return self._entries.import_jsonl(source, lenient=lenient, replace=replace, progress=progress)
+
+    def import_entries(self, header: Mapping[str, Any], entries: Iterable[Mapping[str, Any]], *,
+                       replace: bool = False) -> ImportResult:
+        """Create a session from a header and its entries in append order (parents before children),
+        in one transaction, as an import of a file holding them would; the leaf is the last entry."""
+        return self._entries.insert_session(dict(header), (dict(e) for e in entries), replace=replace)
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
+        """Write the session as a v3 file (pi's own lines for imported entries); returns the entries written."""
+        return self._entries.export_jsonl(session_id, fp)
+
+    # -- reading the tree (pi's getters) -------------------------------------------------------
+    def leaf(self, session_id: str) -> str | None:
+        """pi's ``getLeafId``."""
+        return self._entries.leaf(session_id)
+
+    def entry(self, session_id: str, entry_id: str) -> Json:
+        """pi's ``getEntry`` (``EntryNotFoundError`` when the session has no such entry)."""
+        return self._entries.entry(session_id, entry_id)
+
+    def entries(self, session_id: str) -> list[Json]:
+        """pi's ``getEntries``: every entry in append order."""
+        return self._entries.entries(session_id)
+
+    def children(self, session_id: str, entry_id: str | None) -> list[Json]:
+        """pi's ``getChildren`` (``None``: the roots), in append order."""
+        return self._entries.children(session_id, entry_id)
+
+    def path(self, session_id: str, leaf_id: Leaf = UNSET) -> list[Json]:
+        """pi's ``getBranch``: the entries from the root to ``leaf_id`` (default: the leaf)."""
+        return self._entries.path(session_id, leaf_id)
+
+    def tree(self, session_id: str) -> list[TreeNode]:
+        """pi's ``getTree``: roots and children in append order, labels resolved, active path marked."""
+        return self._entries.tree(session_id)
+
+    def labels(self, session_id: str) -> dict[str, Any]:
+        """Resolved labels (pi's ``getLabel`` for every target): target entry id -> label."""
+        return self._entries.labels(session_id)
 
     # -- context -------------------------------------------------------------------------------
     def context(
@@ -128,7 +233,7 @@ class SessionStore(EntryStore):
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
-        part = self.context_slice(session_id, leaf_id)
+        part = self._entries.context_slice(session_id, leaf_id)
         built = build_session_context(part.path, thinking_entry=part.thinking_entry, model_entry=part.model_entry)
         diagnostics = list(built.diagnostics)
         diagnostics.extend(
@@ -167,7 +272,7 @@ class SessionStore(EntryStore):
     ) -> str:
         """Append a message (a model, or wire data checked against its role's shape); ``entry_id``
         defaults to 8 new hex characters, as pi generates them."""
-        return self.append_entry(
+        return self._entries.append_entry(
             session_id,
             {"type": "message", "message": message_to_wire(message)},
             expected_leaf=expected_leaf,
@@ -177,7 +282,7 @@ class SessionStore(EntryStore):
     def append_model_change(
         self, session_id: str, *, provider: str, model_id: str, expected_leaf: Leaf = UNSET
     ) -> str:
-        return self.append_entry(
+        return self._entries.append_entry(
             session_id,
             {"type": "model_change", "provider": provider, "modelId": model_id},
             expected_leaf=expected_leaf,
@@ -186,7 +291,7 @@ class SessionStore(EntryStore):
     def append_thinking_level_change(
         self, session_id: str, thinking_level: str, *, expected_leaf: Leaf = UNSET
     ) -> str:
-        return self.append_entry(
+        return self._entries.append_entry(
             session_id,
             {"type": "thinking_level_change", "thinkingLevel": thinking_level},
             expected_leaf=expected_leaf,
@@ -199,7 +304,7 @@ class SessionStore(EntryStore):
         fields: Json = {"type": "custom", "customType": custom_type}
         if data is not None:
             fields["data"] = _plain_json(data, "data")
-        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_custom_message(
         self,
@@ -220,7 +325,7 @@ class SessionStore(EntryStore):
         }
         if details is not None:
             fields["details"] = _plain_json(details, "details")
-        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_label(
         self, session_id: str, target_id: str, label: str | None = None, *, expected_leaf: Leaf = UNSET
@@ -230,7 +335,7 @@ class SessionStore(EntryStore):
         fields: Json = {"type": "label", "targetId": target_id}
         if label is not None:
             fields["label"] = label
-        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
         """Name the session (the latest name wins; an empty name clears it). As pi 1.6 writes it: every
@@ -238,7 +343,8 @@ class SessionStore(EntryStore):
         if not isinstance(name, str):
             raise InvalidInputError(f"a session name must be a string, got {type(name).__name__}")
         clean = _LINE_BREAKS.sub(" ", name).strip()
-        return self.append_entry(session_id, {"type": "session_info", "name": clean}, expected_leaf=expected_leaf)
+        fields: Json = {"type": "session_info", "name": clean}
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_usage(
         self,
@@ -257,7 +363,7 @@ class SessionStore(EntryStore):
                         "usage": _plain_json(usage, "usage")}
         if note:
             fields["note"] = note
-        return self.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_context_edit(
         self,
@@ -280,7 +386,7 @@ class SessionStore(EntryStore):
             raise InvalidInputError("Context edit replacement must be null or contain string/array content")
         leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
         target = self.entry(session_id, target_id)
-        if leaf is None or not self.is_ancestor(session_id, target_id, leaf):
+        if leaf is None or not self._entries.is_ancestor(session_id, target_id, leaf):
             raise InvalidInputError(f"Entry {target_id} is not on the active branch")
         message = target.get("message")
         role = message.get("role") if target.get("type") == "message" and isinstance(message, dict) else None
@@ -293,16 +399,16 @@ class SessionStore(EntryStore):
                 content = [{"type": "text", "text": content}]
             stored = {"content": content}
         fields: Json = {"type": "context_edit", "targetId": target_id, "replacement": stored}
-        return self.append_entry(session_id, fields, expected_leaf=leaf)
+        return self._entries.append_entry(session_id, fields, expected_leaf=leaf)
 
     # -- leaf and branches ---------------------------------------------------------------------
     def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
-        self.set_leaf(session_id, entry_id, expected_leaf=expected_leaf)
+        self._entries.set_leaf(session_id, entry_id, expected_leaf=expected_leaf)
 
     def reset_leaf(self, session_id: str, *, expected_leaf: Leaf = UNSET) -> None:
         """Move the leaf before the first entry; the next append is a new root."""
-        self.set_leaf(session_id, None, expected_leaf=expected_leaf)
+        self._entries.set_leaf(session_id, None, expected_leaf=expected_leaf)
 
     def branch_with_summary(
         self,
@@ -325,7 +431,7 @@ class SessionStore(EntryStore):
             fields["usage"] = _plain_json(usage, "usage")
         if from_hook is not None:
             fields["fromHook"] = from_hook
-        return self.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
+        return self._entries.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
 
     def fork(self, session_id: str, *, leaf_id: Leaf = UNSET, new_session_id: str | None = None) -> str:
         """A new session holding the path root..leaf, as pi 1.6's ``createBranchedSession`` makes it:
@@ -354,7 +460,7 @@ class SessionStore(EntryStore):
             parent = entry["id"]
         taken = {e["id"] for e in kept}
         on_path = set(taken)
-        for target, (label, timestamp) in self.label_state(session_id).current.items():
+        for target, (label, timestamp) in self._entries.label_state(session_id).current.items():
             if target not in on_path:
                 continue
             label_id = new_entry_id(taken.__contains__)
@@ -363,7 +469,7 @@ class SessionStore(EntryStore):
                                ("targetId", target), ("label", label)))
             parent = label_id
         header = new_header(cwd=source.cwd, session_id=new_session_id, parent_session=session_id)
-        return self.insert_session(header, kept).session_id
+        return self._entries.insert_session(header, kept).session_id
 
     # -- compaction ----------------------------------------------------------------------------
     def plan_compaction(
@@ -435,23 +541,19 @@ class SessionStore(EntryStore):
             CompactionEntry.model_validate({**fields, "id": "x", "parentId": None})
         except ValidationError as exc:
             raise InvalidInputError(f"bad compaction: {format_validation_error(exc)}") from None
-        return self.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
 
-    def _check_first_kept(self, tx: RawTx, entry: Json, head: SessionHead) -> None:
+    @staticmethod
+    def _check_first_kept(view: AppendView, entry: Json) -> None:
         first_kept = entry["firstKeptEntryId"]
-        role = tx.one("SELECT role FROM entries WHERE session_id = :sid AND entry_id = :eid",
-                      {"sid": to_db(head.id), "eid": to_db(first_kept)})
-        on_path = (
-            role is not None
-            and head.leaf_facts is not None
-            and self._kept_depth(tx, head.id, first_kept, head.leaf_facts.seq) is not None
-        )
-        if not on_path:
+        target = view.entry_on_path(first_kept)
+        if target is None:
             raise InvalidCompactionError(
                 f"firstKeptEntryId {first_kept!r} is not on the path before the compaction"
                 " (pi would silently drop every kept message)"
             )
-        if role is not None and role[0] == "toolResult":
+        message = target.get("message")
+        if target.get("type") == "message" and isinstance(message, dict) and message.get("role") == "toolResult":
             raise InvalidCompactionError(
                 f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
                 " whose call was summarised away"

@@ -80,7 +80,7 @@ def run_demo(
     """Record, branch, fork, compact, export, then resume in a fresh store and return the context."""
     fixture = fixture or bundled_fixture()
     with SessionStore(url) as store:
-        say(f"database: {store.engine.url.render_as_string(hide_password=True)}")
+        say(f"database: {store.database}")
         sid = store.create_session(cwd=str(Path.cwd()))
         store.append_session_info(sid, "sessionstore demo")
         store.append_model_change(sid, provider=MODEL.provider, model_id=MODEL.model)

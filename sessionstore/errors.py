@@ -16,6 +16,7 @@ ErrorCode = Literal[
     "SESSION_NOT_FOUND",
     "ENTRY_NOT_FOUND",
     "SESSION_EXISTS",
+    "ENTRY_ID_TAKEN",
     "LEAF_CONFLICT",
     "INVALID_COMPACTION",
     "SCHEMA_OUTDATED",
@@ -74,6 +75,12 @@ class SessionExistsError(SessionStoreError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f"a session with id {session_id!r} already exists (import --replace replaces it)")
+
+
+class EntryIdTakenError(InvalidInputError):
+    """The session already has an entry with the id given for a new one; nothing was written."""
+
+    code = "ENTRY_ID_TAKEN"
 
 
 class LeafConflictError(SessionStoreError):

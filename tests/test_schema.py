@@ -19,7 +19,7 @@ from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundE
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
-from sessionstore.store.store import SessionInfo
+from sessionstore.store.entry_store import SessionInfo
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
 from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database

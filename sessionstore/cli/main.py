@@ -28,7 +28,7 @@ from sessionstore.api import SessionStore
 from sessionstore.cli import render
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError, SessionStoreError, StoreError
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
-from sessionstore.store.store import UNSET
+from sessionstore.store.entry_store import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
 from sessionstore.wire.jsjson import js_dumpb
 from sessionstore.wire.jsonl import format_validation_error
@@ -667,8 +667,34 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, expected_leaf: str | 
         label = data.get("label")
         entry_id = store.append_label(sid, _text_field(data, "targetId"), label if isinstance(label, str) else None,
                                       expected_leaf=_expected(expected_leaf))
-    else:
-        entry_id = store.append_entry(sid, {**data, "type": kind}, expected_leaf=_expected(expected_leaf))
+    elif kind == "model_change":
+        entry_id = store.append_model_change(
+            sid, provider=_text_field(data, "provider"), model_id=_text_field(data, "modelId"),
+            expected_leaf=_expected(expected_leaf))
+    elif kind == "thinking_level_change":
+        entry_id = store.append_thinking_level_change(sid, _text_field(data, "thinkingLevel"),
+                                                      expected_leaf=_expected(expected_leaf))
+    elif kind == "custom":
+        entry_id = store.append_custom(sid, _text_field(data, "customType"), data.get("data"),
+                                       expected_leaf=_expected(expected_leaf))
+    elif kind == "custom_message":
+        content = data.get("content")
+        if not isinstance(content, str | list):
+            fail('the JSON needs "content": a string or a list of content blocks')
+        display = data.get("display", True)
+        if not isinstance(display, bool):
+            fail('"display" must be true or false')
+        entry_id = store.append_custom_message(sid, _text_field(data, "customType"), content, display=display,
+                                               details=data.get("details"), expected_leaf=_expected(expected_leaf))
+    elif kind == "session_info":
+        entry_id = store.append_session_info(sid, _text_field(data, "name"), expected_leaf=_expected(expected_leaf))
+    else:  # branch_summary: a summary of the branch left, appended at the leaf (pi's branchWithSummary)
+        leaf = _expected(expected_leaf)
+        at = store.leaf(sid) if isinstance(leaf, _Unset) else leaf
+        from_hook = data.get("fromHook")
+        entry_id = store.branch_with_summary(
+            sid, at, _text_field(data, "summary"), details=data.get("details"), usage=data.get("usage"),
+            from_hook=from_hook if isinstance(from_hook, bool) else None, expected_leaf=at)
     emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.rules import sets_model, sets_thinking_level
 from sessionstore.validate import Diagnostic
 
 Json = dict[str, Any]
@@ -121,14 +122,12 @@ def entry_to_message(entry: Mapping[str, Any]) -> Any:
 def model_of(entry: Mapping[str, Any]) -> Json | None:
     """The model an entry selects (a ``model_change`` or an assistant message), else ``None``; the
     fields are pi's (``{provider, modelId}``), absent where the entry has none."""
-    kind = entry.get("type")
-    if kind == "model_change":
+    if not sets_model(entry):
+        return None
+    if entry.get("type") == "model_change":
         return js.obj(("provider", entry.get("provider", MISSING)), ("modelId", entry.get("modelId", MISSING)))
-    if kind == "message":
-        message = entry.get("message")
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            return js.obj(("provider", message.get("provider", MISSING)), ("modelId", message.get("model", MISSING)))
-    return None
+    message = entry["message"]
+    return js.obj(("provider", message.get("provider", MISSING)), ("modelId", message.get("model", MISSING)))
 
 
 def thinking_level_of(entry: Mapping[str, Any]) -> Any:
@@ -255,7 +254,7 @@ def build_session_context(
     if model_entry is not None:
         model = model_of(model_entry)
     for entry in path:
-        if entry.get("type") == "thinking_level_change":
+        if sets_thinking_level(entry):
             thinking_level = thinking_level_of(entry)
         else:
             selected = model_of(entry)

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import orjson
-
+from sessionstore.models.rules import context_start_depth, is_compaction, message_text, sets_model, sets_thinking_level
 from sessionstore.models.timestamps import iso_to_ms
 from sessionstore.store.dbtext import to_db
 
 
 class NodeFacts(NamedTuple):
-    """(A tuple: built for every appended or imported entry, three times cheaper than a frozen dataclass.)"""
+    """An entry's ancestry facts (the ``sessionstore_entries`` columns of the same names)."""
 
     seq: int
+    run_start: int
     depth: int
     ctx_depth: int
     compaction_seq: int | None
@@ -23,90 +24,28 @@ class NodeFacts(NamedTuple):
     thinking_seq: int | None
 
 
-def sets_model(entry: dict[str, Any]) -> bool:
-    kind = entry.get("type")
-    if kind == "model_change":
-        return True
-    if kind == "message":
-        message = entry.get("message")
-        return isinstance(message, dict) and message.get("role") == "assistant"
-    return False
-
-
-def facts_for(entry: dict[str, Any], seq: int, parent: NodeFacts | None, kept_depth: int | None) -> NodeFacts:
+def facts_for(entry: Mapping[str, Any], seq: int, parent: NodeFacts | None, kept_depth: int | None) -> NodeFacts:
     """Facts of ``entry`` appended as ``seq`` under ``parent``.
 
     ``kept_depth``: for a compaction, the depth of its first kept entry when that entry is on the path
     before it (else ``None``: the context starts at the compaction itself).
     """
     depth = 0 if parent is None else parent.depth + 1
-    kind = entry.get("type")
-    if kind == "compaction":
-        ctx_depth = kept_depth if kept_depth is not None else depth
+    if is_compaction(entry):
+        ctx_depth = context_start_depth(depth, kept_depth)
         compaction_seq: int | None = seq
     else:
         ctx_depth = 0 if parent is None else parent.ctx_depth
         compaction_seq = None if parent is None else parent.compaction_seq
     return NodeFacts(
         seq=seq,
+        run_start=parent.run_start if parent is not None and parent.seq == seq - 1 else seq,
         depth=depth,
         ctx_depth=ctx_depth,
         compaction_seq=compaction_seq,
         model_seq=seq if sets_model(entry) else (None if parent is None else parent.model_seq),
-        thinking_seq=seq
-        if kind == "thinking_level_change"
-        else (None if parent is None else parent.thinking_seq),
+        thinking_seq=seq if sets_thinking_level(entry) else (None if parent is None else parent.thinking_seq),
     )
-
-
-ENTRY_COLUMNS = (
-    "session_id", "seq", "entry_id", "parent_id", "parent_seq", "depth", "type", "role", "timestamp", "payload",
-    "ctx_depth", "compaction_seq", "model_seq", "thinking_seq",
-)
-"""The ``entries`` columns in the order of :func:`entry_values`."""
-
-
-def entry_values(
-    session_id: str, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None, payload: str
-) -> tuple[Any, ...]:
-    """An ``entries`` row (columns as :data:`ENTRY_COLUMNS`); ``payload`` is the entry's stored JSON text.
-
-    ``session_id`` is already in its stored form (:func:`~sessionstore.store.dbtext.to_db`); the
-    ``parent_id`` column names the parent the tree uses (``None`` for a root, also when the entry's
-    ``parentId`` names no entry: the payload keeps what the file said)."""
-    kind = entry.get("type")
-    role = None
-    if kind == "message":
-        message = entry.get("message")
-        role = message.get("role") if isinstance(message, dict) else None
-    timestamp = entry.get("timestamp")
-    return (
-        session_id,
-        facts.seq,
-        to_db(entry["id"]),
-        None if parent_seq is None else to_db(entry["parentId"]),
-        parent_seq,
-        facts.depth,
-        to_db(kind) if isinstance(kind, str) else orjson.dumps(kind).decode(),
-        to_db(role) if isinstance(role, str) else None,
-        to_db(timestamp) if isinstance(timestamp, str) else "",
-        payload,
-        facts.ctx_depth,
-        facts.compaction_seq,
-        facts.model_seq,
-        facts.thinking_seq,
-    )
-
-
-def message_text(message: dict[str, Any]) -> str:
-    """pi's ``extractTextContent``: a string content, or its text blocks joined by spaces."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                        and isinstance(b.get("text"), str))
-    return ""
 
 
 _MAX_TIME_MS = 8_640_000_000_000_000
@@ -123,7 +62,7 @@ class SessionStats:
     first_message: str | None = None
     modified_ms: int | None = None
 
-    def add(self, entry: dict[str, Any]) -> None:
+    def add(self, entry: Mapping[str, Any]) -> None:
         self.entry_count += 1
         kind = entry.get("type")
         if kind == "session_info":
@@ -159,14 +98,19 @@ class SessionStats:
 
 _NONE = -1
 """A TreeIndex cell that names no entry."""
-_WIDTH = 6
-"""TreeIndex cells per entry: parent seq, depth, context depth, compaction, model and thinking seqs."""
+_WIDTH = 7
+"""TreeIndex cells per entry: parent seq, run start, depth, context depth, compaction, model and thinking seqs."""
+_DEPTH = 2
+"""The depth's cell among an entry's TreeIndex cells."""
 
 
-def _node_facts(seq: int, depth: int, ctx_depth: int, compaction: int, model: int, thinking: int) -> NodeFacts:
+def _node_facts(
+    seq: int, run_start: int, depth: int, ctx_depth: int, compaction: int, model: int, thinking: int
+) -> NodeFacts:
     """An entry's facts from its TreeIndex cells."""
     return NodeFacts(
         seq,
+        run_start,
         depth,
         ctx_depth,
         None if compaction == _NONE else compaction,
@@ -182,7 +126,7 @@ class TreeIndex:
     def __init__(self, seq_of: dict[str, int] | None = None) -> None:
         # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it.
         self.seq_of: dict[str, int] = {} if seq_of is None else seq_of
-        # One array of 32-bit cells, ``_WIDTH`` per entry: 24 bytes per entry (a 1 GB import has about
+        # One array of 32-bit cells, ``_WIDTH`` per entry: 28 bytes per entry (a 1 GB import has about
         # a million entries); a session of more than 2**31 - 1 entries cannot be imported.
         self._cells = array("i")
         self._count = 0
@@ -207,9 +151,9 @@ class TreeIndex:
             # (a shared seq_of may already hold the entry being added: a compaction naming itself)
             return None
         cells = self._cells
-        depth = cells[target * _WIDTH + 1]
+        depth = cells[target * _WIDTH + _DEPTH]
         node = parent_seq
-        while node != _NONE and cells[node * _WIDTH + 1] > depth:
+        while node != _NONE and cells[node * _WIDTH + _DEPTH] > depth:
             node = cells[node * _WIDTH]
         return depth if node == target else None
 
@@ -239,22 +183,26 @@ class TreeIndex:
             if isinstance(parent_id, str) and parent_id:
                 self._awaited.add(parent_id)
             depth = ctx_depth = 0
+            run_start = seq
             compaction = model = thinking = _NONE
         else:
-            _grand, depth, ctx_depth, compaction, model, thinking = self._cells[
+            _grand, run_start, depth, ctx_depth, compaction, model, thinking = self._cells[
                 parent_seq * _WIDTH : (parent_seq + 1) * _WIDTH
             ]
             depth += 1
-        kind = entry.get("type")
-        if kind == "compaction":
+            if parent_seq != seq - 1:
+                run_start = seq
+        if is_compaction(entry):
             kept = self.kept_depth(entry.get("firstKeptEntryId"), parent_seq)
-            ctx_depth = kept if kept is not None else depth
+            ctx_depth = context_start_depth(depth, kept)
             compaction = seq
-        elif kind == "thinking_level_change":
+        elif sets_thinking_level(entry):
             thinking = seq
         if sets_model(entry):
             model = seq
         seq_of[entry_id] = seq
-        self._cells.extend((_NONE if parent_seq is None else parent_seq, depth, ctx_depth, compaction, model, thinking))
+        self._cells.extend(
+            (_NONE if parent_seq is None else parent_seq, run_start, depth, ctx_depth, compaction, model, thinking)
+        )
         self._count = seq + 1
-        return _node_facts(seq, depth, ctx_depth, compaction, model, thinking), parent_seq
+        return _node_facts(seq, run_start, depth, ctx_depth, compaction, model, thinking), parent_seq

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from sessionstore.api import SessionStore
 from sessionstore.errors import JsonlError, StoreError
-from sessionstore.store import store as store_module
+from sessionstore.store import entry_store as store_module
 from sessionstore.store.bulk import INSERT_BATCH
 from sessionstore.store.schema import entries, sessions
 from tests.conftest import BACKENDS

@@ -288,7 +288,7 @@ def test_an_export_is_one_snapshot_even_when_an_append_lands_during_it(
     REPEATABLE READ; SQLite's read transaction sees one WAL snapshot)."""
     import json
 
-    from sessionstore.store import store as store_module
+    from sessionstore.store import entry_store as store_module
 
     a = store.append_message(sid, user("a"))
     b = store.append_message(sid, assistant("b"))
@@ -515,7 +515,7 @@ def test_import_reports_progress_up_to_the_whole_file(store: SessionStore) -> No
 def test_an_append_whose_generated_id_is_taken_draws_another_and_writes_once(
     store: SessionStore, sid: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sessionstore.store import store as store_module
+    from sessionstore.store import entry_store as store_module
 
     first = store.append_message(sid, user("a"), entry_id="0000beef")
     draws = iter(["0000beef", "0000beef", "0000cafe"])

@@ -1,0 +1,281 @@
+"""The backend contract: the primitives the entry store needs from a database, and the rows they take
+and give.
+
+A backend (``sqlite.SqliteBackend``, ``postgres.PostgresBackend``) opens transactions on its driver's
+connections; inside one, a :class:`Tx` runs the store's statements, each written once per database
+in that database's module, in its driver's parameter style. Rows come back as the named tuples
+below, whose fields are the statements' select lists (:func:`select_list` writes them from the
+fields, so that a row and its statement cannot disagree). Driver errors become
+:class:`~sessionstore.errors.StoreError` in the backend's transaction, its one point of translation;
+a taken entry id is :class:`~sessionstore.errors.EntryIdTakenError`.
+
+Sessions are addressed by ``key``, the integer the database gave the session row (entries hold it,
+not the session id); text columns are in their stored form (:mod:`sessionstore.store.dbtext`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import IO, Any, NamedTuple, Protocol
+
+import orjson
+
+from sessionstore.store.dbtext import to_db
+from sessionstore.store.facts import NodeFacts
+
+
+class EntryRow(NamedTuple):
+    """A ``sessionstore_entries`` row, in its columns' order."""
+
+    session_key: int
+    seq: int
+    entry_id: str
+    parent_seq: int | None
+    run_start: int
+    depth: int
+    ctx_depth: int
+    compaction_seq: int | None
+    model_seq: int | None
+    thinking_seq: int | None
+    type: str
+    payload: str
+
+
+def entry_row(
+    session_key: int, entry: dict[str, Any], facts: NodeFacts, parent_seq: int | None, payload: str
+) -> EntryRow:
+    """The row of ``entry`` with its ``facts``; ``payload`` is its stored JSON text. ``parent_seq`` is
+    the parent the tree uses (``None`` for a root, also when the entry's ``parentId`` names no entry:
+    the payload keeps what the file said)."""
+    kind = entry.get("type")
+    return EntryRow(
+        session_key,
+        facts.seq,
+        to_db(entry["id"]),
+        parent_seq,
+        facts.run_start,
+        facts.depth,
+        facts.ctx_depth,
+        facts.compaction_seq,
+        facts.model_seq,
+        facts.thinking_seq,
+        to_db(kind) if isinstance(kind, str) else orjson.dumps(kind).decode(),
+        payload,
+    )
+
+
+class HeadRow(NamedTuple):
+    """A session row as a write sees it: its key, the listing columns and its leaf with the leaf's facts."""
+
+    key: int
+    deleting: bool
+    entry_count: int
+    message_count: int
+    name: str | None
+    first_message: str | None
+    modified_ms: int | None
+    leaf_id: str | None
+    leaf_seq: int | None
+    leaf_run_start: int | None
+    leaf_depth: int | None
+    leaf_ctx_depth: int | None
+    leaf_compaction_seq: int | None
+    leaf_model_seq: int | None
+    leaf_thinking_seq: int | None
+
+    @property
+    def leaf_facts(self) -> NodeFacts | None:
+        if self.leaf_seq is None:
+            return None
+        return NodeFacts(self.leaf_seq, self.leaf_run_start or 0, self.leaf_depth or 0, self.leaf_ctx_depth or 0,
+                         self.leaf_compaction_seq, self.leaf_model_seq, self.leaf_thinking_seq)
+
+
+class FactsRow(NamedTuple):
+    """An entry's facts as stored (the fields of :class:`NodeFacts`, same order)."""
+
+    seq: int
+    run_start: int
+    depth: int
+    ctx_depth: int
+    compaction_seq: int | None
+    model_seq: int | None
+    thinking_seq: int | None
+
+
+class SessionRow(NamedTuple):
+    """A session as listings show it (no entry payload read)."""
+
+    key: int
+    id: str
+    cwd: str
+    created: str
+    name: str | None
+    parent_session: str | None
+    leaf_id: str | None
+    entry_count: int
+    message_count: int
+    first_message: str | None
+    modified_ms: int | None
+    header: str
+
+
+class ExportHead(NamedTuple):
+    """What an export writes first: the stored header line, the leaf and the last entry's id."""
+
+    key: int
+    deleting: bool
+    header: str
+    leaf_id: str | None
+    last_entry_id: str | None
+
+
+class TreeRow(NamedTuple):
+    seq: int
+    parent_seq: int | None
+    payload: str
+
+
+class PathRow(NamedTuple):
+    seq: int
+    payload: str
+
+
+class NewSession(NamedTuple):
+    """The ``sessionstore_sessions`` row of a new session (no leaf, no entries yet)."""
+
+    id: str
+    version: int
+    cwd: str
+    created: str
+    parent_session: str | None
+    header: str
+
+
+class HeadUpdate(NamedTuple):
+    """A session row's leaf and listing columns after a write."""
+
+    key: int
+    leaf_id: str | None
+    leaf: NodeFacts | None
+    entry_count: int
+    message_count: int
+    name: str | None
+    first_message: str | None
+    modified_ms: int | None
+
+
+def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
+    """The select list of ``row``'s fields in order (``NamedTuple`` types); ``expressions`` give the SQL
+    of a field that is not a plain column (``payload="payload::text"``), which is then aliased."""
+    fields: Sequence[str] = row._fields  # type: ignore[attr-defined]
+    return ", ".join(f"{expressions[f]} AS {f}" if f in expressions else f for f in fields)
+
+
+class EntrySink(Protocol):
+    """Rows of a bulk write (an import); every row added is in the transaction once the sink is closed."""
+
+    def add(self, row: EntryRow) -> None: ...
+
+
+class Tx(Protocol):
+    """Statements inside one transaction. Methods that write exist on every transaction; a read
+    transaction (``Backend.read``) refuses them in the database (SQLite: a read-only ``BEGIN`` would
+    fail to upgrade; PostgreSQL: ``READ ONLY``)."""
+
+    # -- sessions ------------------------------------------------------------------------------
+    def head(self, session_id: str, *, lock: bool) -> HeadRow | None:
+        """The session row with its leaf's facts (``lock``: for a write; later writers wait)."""
+        ...
+
+    def session(self, session_id: str) -> SessionRow | None:
+        """The session's listing row, ``None`` when absent or marked deleting."""
+        ...
+
+    def sessions(self, *, cwd: str | None) -> list[SessionRow]:
+        """Every session not marked deleting (of ``cwd``, in its stored form, when given), any order."""
+        ...
+
+    def insert_session(self, values: NewSession) -> int:
+        """Insert a session row; returns its key."""
+        ...
+
+    def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
+        """Write the leaf and the listing columns (``name`` and ``first_message`` only when ``texts_changed``)."""
+        ...
+
+    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None: ...
+
+    def delete_session(self, key: int) -> None:
+        """Remove the session row and its entries (the append-only triggers let entries go only with it)."""
+        ...
+
+    # -- entries -------------------------------------------------------------------------------
+    def insert_entry(self, row: EntryRow) -> None:
+        """Insert one entry; a taken ``(session_key, entry_id)`` raises ``EntryIdTakenError``."""
+        ...
+
+    def bulk_sink(self) -> AbstractContextManager[EntrySink]:
+        """A sink for many rows (an import), for a transaction opened with ``write(bulk=True)``."""
+        ...
+
+    def facts(self, key: int, entry_id: str) -> FactsRow | None: ...
+
+    def payload(self, key: int, entry_id: str) -> str | None: ...
+
+    def payload_at(self, key: int, seq: int) -> str | None: ...
+
+    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> list[PathRow]:
+        """The entries on the path ending at ``leaf_seq`` whose depth is at least ``from_depth``, in
+        path order (root first), read in one recursive query over its runs of consecutive entries."""
+        ...
+
+    def on_path(self, key: int, leaf_seq: int, target: FactsRow) -> bool:
+        """Whether the entry ``target`` is on the path ending at ``leaf_seq`` (``leaf_seq`` included)."""
+        ...
+
+    def children(self, key: int, parent_seq: int | None) -> list[str]:
+        """Payloads of the children of ``parent_seq`` (``None``: the roots), in append order."""
+        ...
+
+    def tree(self, key: int) -> list[TreeRow]:
+        """Every entry with its parent, in append order."""
+        ...
+
+    def payloads_of_type(self, key: int, entry_type: str) -> list[str]:
+        """Payloads of the entries of one ``type``, in append order."""
+        ...
+
+    def payloads(self, key: int) -> Iterator[str]:
+        """Every payload in append order, streamed."""
+        ...
+
+    def count_entries(self, key: int) -> int: ...
+
+    def export_head(self, session_id: str) -> ExportHead | None:
+        """An export's header, leaf and last entry id in one statement, in the export's snapshot."""
+        ...
+
+    def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
+        """Write every stored payload and a newline, in append order, as stored (no decoding);
+        returns the count."""
+        ...
+
+
+class Backend(Protocol):
+    """A database the entry store runs on: transactions on the driver's connections."""
+
+    name: str
+    """The database's name, for messages (``sqlite``, ``postgresql``)."""
+
+    def read(self) -> AbstractContextManager[Tx]:
+        """A read transaction: its statements see one snapshot of the database."""
+        ...
+
+    def write(self, *, bulk: bool = False) -> AbstractContextManager[Tx]:
+        """A write transaction, committed when the block ends, rolled back when it raises. ``bulk``:
+        an import (many rows through ``Tx.bulk_sink``)."""
+        ...
+
+    def close(self) -> None: ...

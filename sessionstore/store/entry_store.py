@@ -1,0 +1,705 @@
+"""``EntryStore``: sessions as append-only entry trees, on a backend (SQLite or PostgreSQL); this
+module names no database (see ``backend`` for the contract, ``sqlite`` and ``postgres`` for the two).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final, Self
+
+from pydantic import ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from sessionstore.errors import (
+    EntryIdTakenError,
+    EntryNotFoundError,
+    InvalidInputError,
+    LeafConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+)
+from sessionstore.models import js
+from sessionstore.models.entries import parse_entry, random_entry_id
+from sessionstore.models.frozen import MAX_JSON_DEPTH
+from sessionstore.models.js import MISSING
+from sessionstore.models.rules import is_compaction
+from sessionstore.models.timestamps import now_iso
+from sessionstore.store import migrate
+from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
+from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.engine import Durability, decode_payloads, default_url, json_loads, make_engine
+from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, facts_for
+from sessionstore.validate import Diagnostic
+from sessionstore.wire.jsonl import (
+    CURRENT_VERSION,
+    SessionFileReader,
+    SkippedLine,
+    dump_line,
+    format_validation_error,
+    within_json_depth,
+)
+
+PROGRESS_EVERY = 2_000
+"""Entries between two progress calls of an import."""
+
+Json = dict[str, Any]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """An imported file: its session, the entries stored, the lines skipped (lenient mode) and what
+    was read tolerantly, as pi reads it (entry-code diagnostics, in file order)."""
+
+    session_id: str
+    entries: int
+    skipped: tuple[SkippedLine, ...] = ()
+    leaf_id: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def to_json(self) -> Json:
+        return {
+            "sessionId": self.session_id,
+            "entries": self.entries,
+            "skipped": [s.to_json() for s in self.skipped],
+            "leafId": self.leaf_id,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    cwd: str
+    created: str
+    name: str | None
+    parent_session: str | None
+    leaf_id: str | None
+    entry_count: int
+    message_count: int
+    first_message: str | None
+    modified_ms: int | None
+
+    def to_json(self) -> Json:
+        return {
+            "id": self.id,
+            "cwd": self.cwd,
+            "name": self.name,
+            "created": self.created,
+            "modified": self.modified_ms,
+            "parentSession": self.parent_session,
+            "leafId": self.leaf_id,
+            "entries": self.entry_count,
+            "messageCount": self.message_count,
+            "firstMessage": self.first_message,
+        }
+
+
+@dataclass(slots=True)
+class TreeNode:
+    entry: Json
+    children: list[TreeNode] = field(default_factory=list)
+    label: str | None = None
+    on_active_path: bool = False
+
+    def to_json(self) -> Json:
+        """``{"entry", "onActivePath", "label"?, "children": [...]}``, built with an explicit stack (a
+        session's tree is as deep as its longest branch: thousands of entries)."""
+
+        def shell(node: TreeNode) -> Json:
+            out: Json = {"entry": node.entry, "onActivePath": node.on_active_path}
+            if node.label is not None:
+                out["label"] = node.label
+            out["children"] = []
+            return out
+
+        root = shell(self)
+        stack: list[tuple[TreeNode, Json]] = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            for child in node.children:
+                child_out = shell(child)
+                out["children"].append(child_out)
+                stack.append((child, child_out))
+        return root
+
+
+@dataclass(slots=True)
+class LabelState:
+    """Labels as pi 1.6 resolves them (``labelsById``/``labelTimestampsById``): label entries in file
+    order; a truthy ``label`` sets the target's label (a target set again keeps its place in the
+    map), any other clears it (a later set puts the target at the end)."""
+
+    current: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """target id -> (label, timestamp of the entry that set it; MISSING when it has none)."""
+
+    def add(self, entry: Json) -> None:
+        if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
+            return
+        label = entry.get("label", MISSING)
+        if js.truthy(label):
+            self.current[entry["targetId"]] = (label, entry.get("timestamp", MISSING))
+        else:
+            self.current.pop(entry["targetId"], None)
+
+
+@dataclass(slots=True)
+class ContextSlice:
+    """What resuming at a leaf needs: the path tail and the entries that set thinking level/model."""
+
+    leaf_id: str | None
+    path: list[Json]
+    thinking_entry: Json | None
+    model_entry: Json | None
+
+
+@dataclass(slots=True)
+class SessionHead:
+    """A session as an append sees it, inside the append's transaction: its key, its leaf and the
+    leaf's facts, and the listing columns."""
+
+    key: int
+    id: str
+    leaf_id: str | None
+    leaf_facts: NodeFacts | None
+    stats: SessionStats
+
+
+class AppendView:
+    """What a check of an append (``EntryStore.append_entry(check=...)``) may read inside the append's
+    transaction, before anything is written."""
+
+    def __init__(self, tx: Tx, head: SessionHead, parent: NodeFacts | None) -> None:
+        self._tx = tx
+        self.head = head
+        self._parent = parent
+
+    def entry_on_path(self, entry_id: Any) -> Json | None:
+        """The entry ``entry_id`` when it is on the path the new entry extends (its parent's), else ``None``."""
+        if not isinstance(entry_id, str) or self._parent is None:
+            return None
+        target = self._tx.facts(self.head.key, to_db(entry_id))
+        if target is None or not self._tx.on_path(self.head.key, self._parent.seq, target):
+            return None
+        text = self._tx.payload(self.head.key, to_db(entry_id))
+        return None if text is None else dict(json_loads(text))
+
+
+AppendCheck = Callable[[AppendView, Json], None]
+"""A check run inside an append's transaction; it raises to refuse the entry."""
+
+
+def open_backend(engine: Engine) -> Backend:
+    """The backend of ``engine``'s database (the one place that maps a database to its module)."""
+    if engine.dialect.name == "postgresql":
+        from sessionstore.store.postgres import PostgresBackend
+
+        return PostgresBackend(engine)
+    from sessionstore.store.sqlite import SqliteBackend
+
+    return SqliteBackend(engine)
+
+
+class EntryStore:
+    """Sessions as append-only entry trees on a :class:`~sessionstore.store.backend.Backend`, on
+    ``url`` (default: ``$SESSIONSTORE_DB``, else SQLite in the user data dir).
+
+    Every write is one transaction (appends to one session are serialised, a failed import leaves
+    nothing behind). No method updates or deletes an entry; the database refuses it too
+    (``delete_session`` aside). SQLite databases that are new or behind are upgraded on open;
+    PostgreSQL schemas are upgraded only by ``sessionstore db upgrade`` (an outdated one raises
+    :class:`~sessionstore.errors.SchemaError`).
+    """
+
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
+        self.url = url or default_url()
+        engine = make_engine(self.url, durability=durability)
+        auto = engine.dialect.name == "sqlite" if upgrade is None else upgrade
+        try:
+            migrate.ensure_schema(engine, auto_upgrade=auto)
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise StoreError(f"cannot open {engine.url.render_as_string(hide_password=True)}: {exc}") from exc
+        except BaseException:
+            engine.dispose()
+            raise
+        self.engine: Engine = engine
+        self.backend: Backend = open_backend(engine)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- import / export -----------------------------------------------------------------------
+    def import_jsonl(
+        self,
+        source: str | Path | IO[bytes],
+        *,
+        lenient: bool = False,
+        replace: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportResult:
+        """Import one pi session file (v1-v3) as a new session, atomically.
+
+        Raises :class:`~sessionstore.errors.JsonlError` (``file:line: reason``) for a bad line, unless
+        ``lenient``: then bad lines are skipped and listed in the result (entries below a skipped line become
+        roots, as pi reads them). What pi reads tolerantly is in ``ImportResult.diagnostics``.
+        ``progress`` is called with the bytes read so far. A session with the same id is an error
+        unless ``replace``: then it is replaced in the same transaction.
+        """
+        reader = SessionFileReader(source, lenient=lenient)
+        try:
+            header = reader.header
+            given = header.pop("leafId", UNSET)  # written by export_jsonl; pi ignores it
+            leaf_hint = given if isinstance(given, str) or given is None else UNSET
+            result = self.insert_session(
+                header,
+                ((entry, text) for _line, entry, text in reader.entries_with_text()),
+                shared_ids=reader.ids,
+                leaf_id=leaf_hint,
+                replace=replace,
+                progress=(lambda: progress(reader.bytes_read)) if progress is not None else None,
+                source_name=reader.name,
+                header_text=reader.header_text,
+            )
+        finally:
+            reader.close()
+        diagnostics = list(reader.diagnostics)
+        if not isinstance(given, _Unset) and (isinstance(leaf_hint, _Unset) or result.leaf_id != leaf_hint):
+            diagnostics.append(Diagnostic(
+                code="INVALID_ENTRY", message_index=None, entry_id=None,
+                message=f"line 1: header leafId {given!r} names no imported entry; the leaf is the last entry,"
+                " as pi reads the file"))
+        return ImportResult(result.session_id, result.entries, tuple(reader.skipped), result.leaf_id,
+                            tuple(diagnostics))
+
+    def insert_session(
+        self,
+        header: Json,
+        new_entries: Iterable[Json | tuple[Json, str]],
+        *,
+        leaf_id: str | _Unset | None = UNSET,
+        replace: bool = False,
+        progress: Callable[[], None] | None = None,
+        source_name: str = "<entries>",
+        shared_ids: dict[str, int] | None = None,
+        header_text: str | None = None,
+    ) -> ImportResult:
+        """Create a session from a header and entries in append order (each parent before its
+        children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
+        pi writes it (kept verbatim, so that export gives it back byte for byte). The leaf is
+        ``leaf_id`` if given and it names an entry (or is ``None``: no leaf), else the last entry.
+        ``shared_ids``: the id -> seq map a JSONL reader fills as it yields (saves a second map)."""
+        session_id = str(header["id"])
+        index = TreeIndex(shared_ids)
+        stats = SessionStats()
+        last_id: str | None = None
+        with self.backend.write(bulk=True) as tx:
+            existing = tx.head(to_db(session_id), lock=True)
+            if existing is not None:
+                if not replace and not existing.deleting:  # (a session marked deleting is gone for readers)
+                    raise SessionExistsError(session_id)
+                tx.delete_session(existing.key)
+            key = tx.insert_session(_new_session(header, header_text))
+            with tx.bulk_sink() as sink:
+                for item in new_entries:
+                    entry, text = item if isinstance(item, tuple) else (item, None)
+                    try:
+                        facts, parent_seq = index.add(entry)
+                    except ValueError as exc:
+                        raise InvalidInputError(f"{source_name}: entry {entry['id']!r}: {exc}") from None
+                    stats.add(entry)
+                    last_id = entry["id"]
+                    payload = text if text is not None else stored_payload(entry)
+                    sink.add(entry_row(key, entry, facts, parent_seq, payload))
+                    if progress is not None and len(index) % PROGRESS_EVERY == 0:
+                        progress()
+            if progress is not None:
+                progress()
+            leaf = last_id
+            if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
+                leaf = leaf_id
+            leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
+            tx.update_head(_head_update(key, leaf, leaf_facts, stats), texts_changed=True)
+        return ImportResult(session_id, len(index), (), leaf)
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
+        """Write the session as a v3 file, entries in append order; returns the entries written.
+
+        When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
+        ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
+        (pi's own line for imported entries), on both backends."""
+        with self.backend.read() as tx:
+            head = tx.export_head(to_db(session_id))
+            if head is None or head.deleting:
+                raise SessionNotFoundError(session_id)
+            fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id))
+            return tx.write_payload_lines(head.key, fp)
+
+    # -- reading -------------------------------------------------------------------------------
+    @contextmanager
+    def _session_read(self, session_id: str) -> Iterator[tuple[Tx, HeadRow]]:
+        """A read transaction and the session's row (``SessionNotFoundError`` when it has none)."""
+        with self.backend.read() as tx:
+            row = tx.head(to_db(session_id), lock=False)
+            if row is None or row.deleting:
+                raise SessionNotFoundError(session_id)
+            yield tx, row
+
+    def session(self, session_id: str) -> SessionInfo:
+        with self.backend.read() as tx:
+            row = tx.session(to_db(session_id))
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return _info(row)
+
+    def header(self, session_id: str) -> Json:
+        with self.backend.read() as tx:
+            row = tx.session(to_db(session_id))
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        return dict(json_loads(row.header))
+
+    def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
+        """Sessions, newest first (by last message time, then creation); reads no entry payload."""
+        with self.backend.read() as tx:
+            rows = tx.sessions(cwd=None if cwd is None else to_db(cwd))
+        infos = [_info(r) for r in rows]
+        infos.sort(key=lambda i: (i.modified_ms or 0, i.created), reverse=True)
+        return infos
+
+    def leaf(self, session_id: str) -> str | None:
+        with self._session_read(session_id) as (_tx, row):
+            return from_db(row.leaf_id)
+
+    def entry(self, session_id: str, entry_id: str) -> Json:
+        with self._session_read(session_id) as (tx, row):
+            text = tx.payload(row.key, to_db(entry_id))
+        if text is None:
+            raise EntryNotFoundError(session_id, entry_id)
+        return dict(json_loads(text))
+
+    def entries(self, session_id: str) -> list[Json]:
+        """Every entry in append order (loads the whole session: for export-like work, not resume)."""
+        with self._session_read(session_id) as (tx, row):
+            return decode_payloads(list(tx.payloads(row.key)))
+
+    def children(self, session_id: str, entry_id: str | None) -> list[Json]:
+        """Children of ``entry_id`` in append order (``None``: the roots)."""
+        with self._session_read(session_id) as (tx, row):
+            parent_seq = None if entry_id is None else self._facts(tx, row.key, session_id, entry_id).seq
+            return decode_payloads(tx.children(row.key, parent_seq))
+
+    def path(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> list[Json]:
+        """Entries from the root to ``leaf_id`` (default: the session's leaf), root first."""
+        with self._session_read(session_id) as (tx, row):
+            facts = self._leaf_facts(tx, row, session_id, leaf_id)
+            if facts is None:
+                return []
+            rows = tx.path(row.key, facts.seq, from_depth=0)
+        return decode_payloads([r.payload for r in rows])
+
+    def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
+        """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
+        bounded by the depth at which the context starts, plus the two settings entries before it."""
+        with self._session_read(session_id) as (tx, row):
+            leaf = from_db(row.leaf_id) if isinstance(leaf_id, _Unset) else leaf_id
+            facts = self._leaf_facts(tx, row, session_id, leaf_id)
+            if leaf is None or facts is None:
+                return ContextSlice(None, [], None, None)
+            path_rows = tx.path(row.key, facts.seq, from_depth=facts.ctx_depth)
+            first_seq = path_rows[0].seq if path_rows else facts.seq
+            extra: dict[int, str | None] = {}
+            for seq in (facts.thinking_seq, facts.model_seq):
+                if seq is not None and seq < first_seq and seq not in extra:
+                    extra[seq] = tx.payload_at(row.key, seq)
+        path = decode_payloads([r.payload for r in path_rows])
+        thinking = _decoded(extra.get(facts.thinking_seq)) if facts.thinking_seq in extra else None
+        model = _decoded(extra.get(facts.model_seq)) if facts.model_seq in extra else None
+        return ContextSlice(leaf, path, thinking, model)
+
+    def tree(self, session_id: str) -> list[TreeNode]:
+        """The whole tree: roots in append order, children in append order, labels resolved, and the
+        active path (root to the session's leaf) marked."""
+        with self._session_read(session_id) as (tx, row):
+            rows = tx.tree(row.key)
+        nodes: dict[int, TreeNode] = {}
+        parent_of: dict[int, int | None] = {}
+        by_id: dict[str, TreeNode] = {}
+        roots: list[TreeNode] = []
+        labels = LabelState()
+        for seq, parent_seq, text in rows:
+            payload = json_loads(text)
+            node = TreeNode(payload)
+            nodes[seq] = node
+            parent_of[seq] = parent_seq
+            by_id[payload["id"]] = node
+            (roots if parent_seq is None else nodes[parent_seq].children).append(node)
+            labels.add(payload)
+        for target, (label, _timestamp) in labels.current.items():
+            if target in by_id:
+                by_id[target].label = label
+        seq_on_path = row.leaf_seq
+        while seq_on_path is not None:
+            nodes[seq_on_path].on_active_path = True
+            seq_on_path = parent_of[seq_on_path]
+        return roots
+
+    def labels(self, session_id: str) -> dict[str, Any]:
+        """Resolved labels: target entry id -> label, over every entry in append order (any branch),
+        as pi resolves them (see :class:`LabelState`)."""
+        return {target: label for target, (label, _ts) in self.label_state(session_id).current.items()}
+
+    def label_state(self, session_id: str) -> LabelState:
+        """pi's label map of the session: labels in the order pi's map holds them, with the timestamp
+        of the label entry that set each."""
+        with self._session_read(session_id) as (tx, row):
+            texts = tx.payloads_of_type(row.key, "label")
+        state = LabelState()
+        for payload in decode_payloads(texts):
+            state.add(payload)
+        return state
+
+    def is_ancestor(self, session_id: str, entry_id: str, leaf_id: str) -> bool:
+        """Whether ``entry_id`` is on the path from the root to ``leaf_id`` (``leaf_id`` included)."""
+        with self._session_read(session_id) as (tx, row):
+            leaf = self._facts(tx, row.key, session_id, leaf_id)
+            target = tx.facts(row.key, to_db(entry_id))
+            return target is not None and tx.on_path(row.key, leaf.seq, target)
+
+    def count_entries(self, session_id: str) -> int:
+        with self._session_read(session_id) as (tx, row):
+            return tx.count_entries(row.key)
+
+    @staticmethod
+    def _facts(tx: Tx, key: int, session_id: str, entry_id: str) -> NodeFacts:
+        row = tx.facts(key, to_db(entry_id))
+        if row is None:
+            raise EntryNotFoundError(session_id, entry_id)
+        return NodeFacts(*row)
+
+    def _leaf_facts(self, tx: Tx, row: HeadRow, session_id: str, leaf_id: str | _Unset | None) -> NodeFacts | None:
+        """The facts of ``leaf_id`` (default: the session's leaf); ``None`` for no leaf."""
+        if isinstance(leaf_id, _Unset) or to_db(leaf_id) == row.leaf_id:
+            return row.leaf_facts
+        if leaf_id is None:
+            return None
+        return self._facts(tx, row.key, session_id, leaf_id)
+
+    # -- writing -------------------------------------------------------------------------------
+    def create_session(
+        self,
+        *,
+        cwd: str,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        timestamp: str | None = None,
+    ) -> str:
+        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+        header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
+        return self.insert_session(header, []).session_id
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session and all its entries in one transaction (also a session that raw SQL
+        marked as deleting, which readers no longer see)."""
+        with self.backend.write() as tx:
+            row = tx.head(to_db(session_id), lock=True)
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            tx.delete_session(row.key)
+
+    def append_entry(
+        self,
+        session_id: str,
+        fields: Json,
+        *,
+        expected_leaf: str | _Unset | None = UNSET,
+        parent_id: str | _Unset | None = UNSET,
+        entry_id: str | None = None,
+        check: AppendCheck | None = None,
+    ) -> str:
+        """Append an entry (``fields`` holds ``type`` and the type's fields) as a child of the leaf
+        (or of ``parent_id``), move the leaf to it, and return its id.
+
+        ``expected_leaf``: raise :class:`LeafConflictError` and write nothing unless the session's
+        leaf is still that entry (``None``: no leaf). ``check`` runs inside the transaction, before
+        anything is written, and may raise to refuse the entry. A given ``entry_id`` that the session
+        has raises :class:`EntryIdTakenError`."""
+        kind = fields.get("type")
+        if not isinstance(kind, str) or kind == "session":
+            raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
+        if entry_id is not None and not entry_id:
+            raise InvalidInputError("an entry id must be a non-empty string")
+        entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None, "timestamp": now_iso()}
+        entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
+        try:  # before the transaction: the shape does not depend on the parent (a string or None)
+            parse_entry(entry)
+        except ValidationError as exc:
+            raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+        # The id is checked by the insert itself (the unique constraint), not by a query before it;
+        # a generated id that is taken is drawn again (a full UUID after 100 collisions).
+        for attempt in range(101):
+            try:
+                self._append_once(session_id, entry, expected_leaf, parent_id, check)
+                return str(entry["id"])
+            except EntryIdTakenError:
+                if entry_id is not None:
+                    raise EntryIdTakenError(f"session {session_id!r} already has an entry {entry_id!r}") from None
+                entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
+        raise StoreError(f"session {session_id!r}: no free entry id after 101 attempts")
+
+    def _append_once(
+        self,
+        session_id: str,
+        entry: Json,
+        expected_leaf: str | _Unset | None,
+        parent_id: str | _Unset | None,
+        check: AppendCheck | None,
+    ) -> None:
+        with self.backend.write() as tx:
+            row = tx.head(to_db(session_id), lock=True)
+            if row is None or row.deleting:
+                raise SessionNotFoundError(session_id)
+            head = SessionHead(row.key, session_id, from_db(row.leaf_id), row.leaf_facts,
+                               SessionStats(row.entry_count, row.message_count, from_db(row.name),
+                                            from_db(row.first_message), row.modified_ms))
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
+            parent_facts = head.leaf_facts
+            if isinstance(parent_id, _Unset):
+                parent = head.leaf_id
+            else:
+                parent = parent_id
+                parent_facts = None if parent is None else self._facts(tx, head.key, session_id, parent)
+            entry["parentId"] = parent
+            view = AppendView(tx, head, parent_facts)
+            if check is not None:
+                check(view, entry)
+            seq = head.stats.entry_count
+            kept_depth = None
+            if is_compaction(entry):
+                kept = view.entry_on_path(entry.get("firstKeptEntryId"))
+                if kept is not None:
+                    kept_depth = self._facts(tx, head.key, session_id, kept["id"]).depth
+            facts = facts_for(entry, seq, parent_facts, kept_depth)
+            texts_before = (head.stats.name, head.stats.first_message)
+            head.stats.add(entry)
+            texts_changed = (head.stats.name, head.stats.first_message) != texts_before
+            parent_seq = None if parent_facts is None else parent_facts.seq
+            tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
+            tx.update_head(_head_update(head.key, entry["id"], facts, head.stats), texts_changed=texts_changed)
+
+    def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
+        """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
+        with self.backend.write() as tx:
+            row = tx.head(to_db(session_id), lock=True)
+            if row is None or row.deleting:
+                raise SessionNotFoundError(session_id)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != from_db(row.leaf_id):
+                raise LeafConflictError(session_id, expected_leaf, from_db(row.leaf_id))
+            facts = None if entry_id is None else self._facts(tx, row.key, session_id, entry_id)
+            tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts)
+
+
+def stored_payload(entry: Json) -> str:
+    """Stored JSON text of an entry: the line pi would write (exports give it back verbatim). Raises
+    :class:`InvalidInputError` for what is not JSON data or nests deeper than the import limit."""
+    too_deep = InvalidInputError(
+        f"a {entry.get('type')!r} entry nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)"
+    )
+    try:
+        text = dump_line(entry, finite_only=True)[:-1].decode("utf-8")
+    except RecursionError:
+        raise too_deep from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"a {entry.get('type')!r} entry is not JSON data: {exc}") from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and not within_json_depth(entry):
+        raise too_deep
+    return text
+
+
+def _decoded(text: str | None) -> Json | None:
+    return None if text is None else dict(json_loads(text))
+
+
+def _head_update(key: int, leaf_id: str | None, leaf: NodeFacts | None, stats: SessionStats) -> HeadUpdate:
+    """The session row after a write: ``leaf_id`` with its facts, and ``stats`` (text in stored form)."""
+    return HeadUpdate(key, None if leaf_id is None else to_db(leaf_id), leaf, stats.entry_count,
+                      stats.message_count, to_db(stats.name), to_db(stats.first_message), stats.modified_ms)
+
+
+def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:
+    """The header line of an export: the stored line (the file's own header for an imported v3 file),
+    with ``leafId`` added when the leaf (in its stored form) is not the last entry."""
+    if leaf_id == last_id:
+        return header_text.encode("utf-8") + b"\n"
+    header = json_loads(header_text)
+    header["leafId"] = from_db(leaf_id)
+    return dump_line(header)
+
+
+def new_header(
+    *, cwd: str, session_id: str | None = None, parent_session: str | None = None, timestamp: str | None = None
+) -> Json:
+    """A v3 session header as pi writes it (a new UUID and the current time unless given)."""
+    header: Json = {
+        "type": "session",
+        "version": CURRENT_VERSION,
+        "id": session_id or str(uuid.uuid4()),
+        "timestamp": timestamp or now_iso(),
+        "cwd": cwd,
+    }
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
+def _new_session(header: Json, header_text: str | None = None) -> NewSession:
+    """The session row of a new session (text in its stored form; the header as ``header_text``
+    gives it, the file's own line, else as pi writes it)."""
+    def text(key: str) -> str:
+        value = header.get(key)
+        return to_db(value) if isinstance(value, str) else ""
+
+    parent = header.get("parentSession")
+    return NewSession(
+        id=to_db(str(header["id"])),
+        version=CURRENT_VERSION,
+        cwd=text("cwd"),
+        created=text("timestamp"),
+        parent_session=to_db(parent) if isinstance(parent, str) else None,
+        header=header_text if header_text is not None else dump_line(header)[:-1].decode(),
+    )
+
+
+def _info(row: SessionRow) -> SessionInfo:
+    return SessionInfo(
+        id=from_db(row.id),
+        cwd=from_db(row.cwd),
+        created=from_db(row.created),
+        name=from_db(row.name),
+        parent_session=from_db(row.parent_session),
+        leaf_id=from_db(row.leaf_id),
+        entry_count=int(row.entry_count),
+        message_count=int(row.message_count),
+        first_message=from_db(row.first_message),
+        modified_ms=row.modified_ms,
+    )

@@ -1,0 +1,314 @@
+"""The PostgreSQL backend (psycopg 3): the store's statements in psycopg's ``%(name)s`` style, reads
+in one ``REPEATABLE READ READ ONLY`` snapshot, pipelined writes, ``COPY`` for imports and exports,
+and the planner steering an export needs.
+
+Writes (not imports) are pipelined: statements whose results are not read go out without waiting
+for them, so an append takes two round trips, BEGIN with its locking read of the session row, then
+the insert, the session update and COMMIT with the one Sync that ends pipeline mode (a failed
+statement surfaces there). BEGIN and COMMIT are sent as statements on a connection switched to
+autocommit for the transaction (psycopg's own BEGIN and ``commit()`` each end with a Sync and wait:
+four round trips). Parameters stay bound on the server (a client-bound batch would put entry
+contents into the statement text PostgreSQL logs for a failed statement).
+
+A transaction that changes a connection's autocommit, isolation or read-only setting puts it back
+before the connection returns to the pool; the pool's checkin listener (``reset_connection``,
+registered by :class:`PostgresBackend`) does it again whatever ended the transaction, an interrupt
+included: a connection left in autocommit would make the next multi-statement write non-atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import IO, Any
+
+import psycopg
+from sqlalchemy import Engine, event
+
+from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
+from sessionstore.store.backend import (
+    EntryRow,
+    ExportHead,
+    FactsRow,
+    HeadRow,
+    NewSession,
+    PathRow,
+    SessionRow,
+    TreeRow,
+    select_list,
+)
+from sessionstore.store.sqltx import Statements, StatementTx, path_sql
+
+SESSIONS = "sessionstore_sessions"
+ENTRIES = "sessionstore_entries"
+ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
+
+ANALYZE_AFTER = 2_000
+"""Rows of an import's first ``COPY``, after which the entries table is analyzed: without statistics
+PostgreSQL checks each parent key by scanning the session's rows, which makes a large import quadratic."""
+COPY_ROWS = 20_000
+"""Rows per ``COPY`` after the first: a row the server refuses is reported when its ``COPY`` ends, so
+within this many rows, not after the rest of a large file (each ``COPY`` costs a round trip)."""
+
+_LEAF_SET = (
+    "leaf_id = %(leaf_id)s, leaf_seq = %(leaf_seq)s, leaf_run_start = %(leaf_run_start)s,"
+    " leaf_depth = %(leaf_depth)s, leaf_ctx_depth = %(leaf_ctx_depth)s,"
+    " leaf_compaction_seq = %(leaf_compaction_seq)s, leaf_model_seq = %(leaf_model_seq)s,"
+    " leaf_thinking_seq = %(leaf_thinking_seq)s"
+)
+_COUNTS_SET = (
+    f"{_LEAF_SET}, entry_count = %(entry_count)s, message_count = %(message_count)s,"
+    " modified_ms = %(modified_ms)s"
+)
+_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
+_SESSION_COLUMNS = select_list(SessionRow, header="header::text")
+_PAYLOAD = "payload::text"
+_LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
+
+STATEMENTS = Statements(
+    head=_HEAD,
+    head_for_update=_HEAD + " FOR UPDATE",  # a writer that waited reads the row the previous one left
+    session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = %(sid)s AND NOT deleting",
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
+    sessions_of_cwd=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE cwd = %(cwd)s AND NOT deleting",
+    insert_session=(
+        f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
+        " deleting) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"
+        " CAST(%(header)s AS json), 0, 0, FALSE) RETURNING key"
+    ),
+    update_head=(
+        f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = %(name)s, first_message = %(first_message)s"
+        " WHERE key = %(key)s"
+    ),
+    update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = %(key)s",
+    set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = %(key)s",
+    mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
+    delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
+    delete_session=f"DELETE FROM {SESSIONS} WHERE key = %(key)s",
+    insert_entry=(
+        f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES"
+        f" ({', '.join('CAST(%s AS json)' if f == 'payload' else '%s' for f in EntryRow._fields)})"
+    ),
+    facts=f"SELECT {select_list(FactsRow)} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
+    payload=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
+    payload_at=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq = %(seq)s",
+    path=path_sql(ENTRIES, "%({})s") + f"""
+    SELECT {select_list(PathRow, seq="e.seq", payload="e.payload::text")}
+    FROM runs JOIN {ENTRIES} e ON e.session_key = %(key)s AND e.seq BETWEEN runs.first_seq AND runs.last_seq
+    WHERE e.depth >= %(stop)s""",
+    on_path=path_sql(ENTRIES, "%({})s") + " SELECT count(*) FROM runs WHERE %(target)s BETWEEN first_seq AND last_seq",
+    children=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND parent_seq = %(seq)s ORDER BY seq",
+    roots=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND parent_seq IS NULL ORDER BY seq",
+    tree=f"SELECT {select_list(TreeRow, payload=_PAYLOAD)} FROM {ENTRIES} WHERE session_key = %(key)s ORDER BY seq",
+    payloads_of_type=(
+        f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND type = %(type)s ORDER BY seq"
+    ),
+    payloads=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s ORDER BY seq",
+    count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = %(key)s",
+    # The export's COPY is steered to the primary key (session_key, seq), which gives the rows in
+    # order, for this transaction: without fresh statistics (right after imports) the planner scanned
+    # the whole table and sorted.
+    export_head=(
+        f"SELECT {select_list(ExportHead, header='header::text', last_entry_id=_LAST_ENTRY_ID)},"
+        " set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
+        f" FROM {SESSIONS} s WHERE id = %(sid)s"
+    ),
+)
+
+_COPY_IN = f"COPY {ENTRIES} ({', '.join(EntryRow._fields)}) FROM STDIN"
+_COPY_OUT = f"COPY (SELECT payload FROM {ENTRIES} WHERE session_key = %s ORDER BY seq) TO STDOUT (FORMAT binary)"
+_PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+class PostgresTx(StatementTx):
+    def insert_session(self, values: NewSession) -> int:
+        self.cursor.execute(self.sql.insert_session, values._asdict())
+        return int(self.cursor.fetchone()[0])
+
+    @contextmanager
+    def bulk_sink(self) -> Iterator[_CopySink]:
+        with _CopySink(self.cursor) as sink:
+            yield sink
+
+    def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
+        """``COPY ... (FORMAT binary)``: no per-row result objects, and the binary format needs no
+        unescaping (a ``json`` value is sent as its text). Format: signature, flags, header extension,
+        then per row a field count (1), the length and the bytes; a field count of -1 ends the data."""
+        buf = bytearray()
+        pos = 0
+        count = 0
+        started = False
+        with self.cursor.copy(_COPY_OUT, (key,)) as copy:
+            for chunk in copy:
+                buf += chunk
+                if len(buf) - pos < 1 << 20:
+                    continue
+                if not started:
+                    pos, started = _pgcopy_header(buf), True
+                out, rows, pos = _pgcopy_rows(buf, pos)
+                fp.write(out)
+                count += rows
+                del buf[:pos]
+                pos = 0
+        if not started:
+            pos = _pgcopy_header(buf)
+        out, rows, pos = _pgcopy_rows(buf, pos)
+        if buf[pos : pos + 2] != b"\xff\xff":
+            raise StoreError("PostgreSQL COPY ended without its trailer")
+        fp.write(out)
+        return count + rows
+
+
+class _CopySink:
+    """Rows written into an open ``COPY`` as they are made, so that the server stores one part of a
+    file while the reader parses and validates the next (on two cores the import's Python work and the
+    server's work overlap). Leaving by an exception fails the ``COPY`` (the transaction can then be
+    rolled back)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self._block: Any = None
+        self._copy: Any = None
+        self._count = 0
+
+    def add(self, row: EntryRow) -> None:
+        if self._copy is None:
+            self._block = self._cursor.copy(_COPY_IN)
+            self._copy = self._block.__enter__()
+        self._copy.write_row(row)
+        self._count += 1
+        if self._count % COPY_ROWS == 0 or self._count == ANALYZE_AFTER:
+            self._end(None, None, None)
+            if self._count == ANALYZE_AFTER:
+                self._cursor.execute(f"ANALYZE {ENTRIES}")
+
+    def _end(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        block, self._block, self._copy = self._block, None, None
+        block.__exit__(kind, exc, tb)  # on an exception psycopg sends CopyFail: the server drops the COPY
+
+    def __enter__(self) -> _CopySink:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._copy is not None:
+            self._end(kind, exc, tb)
+
+
+def _pgcopy_header(buf: bytearray) -> int:
+    if buf[:11] != _PGCOPY_SIGNATURE:
+        raise StoreError("PostgreSQL COPY did not start with the binary signature")
+    return 19 + int.from_bytes(buf[15:19], "big")
+
+
+def _pgcopy_rows(buf: bytearray, pos: int) -> tuple[bytes, int, int]:
+    """The complete rows from ``pos`` on, each as its text and a newline; how many; where the rest starts."""
+    view = memoryview(buf)
+    try:
+        parts: list[memoryview] = []
+        end = len(buf)
+        while pos + 6 <= end and buf[pos : pos + 2] == b"\x00\x01":
+            length = int.from_bytes(buf[pos + 2 : pos + 6], "big")
+            if pos + 6 + length > end:
+                break
+            parts.append(view[pos + 6 : pos + 6 + length])
+            pos += 6 + length
+        out = b"\n".join(parts) + b"\n" if parts else b""
+        rows = len(parts)
+        for part in parts:
+            part.release()
+    finally:
+        view.release()
+    return out, rows, pos
+
+
+def translate(exc: psycopg.Error, *, write: bool) -> SessionStoreError:
+    """The one place where psycopg errors become the store's."""
+    diag = getattr(exc, "diag", None)
+    if exc.sqlstate == "23505" and diag is not None and diag.constraint_name == ENTRY_ID_UNIQUE:
+        return EntryIdTakenError("the session already has an entry with that id")
+    return StoreError(f"database {'refused the write' if write else 'error'}: {exc}")
+
+
+def reset_connection(dbapi_connection: Any, record: Any) -> None:
+    """Pool checkin: psycopg's defaults again (no autocommit, the server's isolation, read-write);
+    a connection that cannot be reset is dropped."""
+    if dbapi_connection is None:  # invalidated
+        return
+    try:
+        _restore_defaults(dbapi_connection)
+    except Exception as exc:
+        record.invalidate(exc)
+
+
+def _restore_defaults(driver: Any) -> None:
+    if driver.autocommit:
+        driver.autocommit = False
+    if driver.isolation_level is not None:
+        driver.isolation_level = None
+    if driver.read_only is not None:
+        driver.read_only = None
+
+
+class PostgresBackend:
+    """Transactions on the pooled psycopg connections of ``engine``."""
+
+    name = "postgresql"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        if not event.contains(engine, "checkin", reset_connection):
+            event.listen(engine, "checkin", reset_connection)
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresTx]:
+        with self._transaction(write=False, pipeline=False) as tx:
+            yield tx
+
+    @contextmanager
+    def write(self, *, bulk: bool = False) -> Iterator[PostgresTx]:
+        with self._transaction(write=True, pipeline=not bulk) as tx:  # COPY cannot run in a pipeline
+            yield tx
+
+    @contextmanager
+    def _transaction(self, *, write: bool, pipeline: bool) -> Iterator[PostgresTx]:
+        try:
+            raw = self.engine.raw_connection()
+        except Exception as exc:
+            raise StoreError(f"cannot connect: {exc}") from exc
+        driver: Any = raw.driver_connection
+        try:
+            if not write:  # psycopg then begins with BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
+                driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                driver.read_only = True
+            if pipeline:
+                driver.autocommit = True  # BEGIN and COMMIT are sent below, inside the pipeline
+            cursor = raw.cursor()
+            try:
+                if pipeline:
+                    with driver.pipeline():
+                        cursor.execute("BEGIN")
+                        yield PostgresTx(cursor, STATEMENTS)
+                        cursor.execute("COMMIT")
+                else:
+                    yield PostgresTx(cursor, STATEMENTS)
+                    raw.commit()
+            except BaseException:
+                try:
+                    raw.rollback()  # psycopg sends ROLLBACK whenever the server reports a transaction open
+                except Exception:  # the connection broke: report what broke it, and do not pool it again
+                    raw.invalidate()
+                raise
+            finally:
+                cursor.close()
+                try:
+                    _restore_defaults(driver)
+                except Exception:  # (the checkin listener would drop it too)
+                    raw.invalidate()
+        except psycopg.Error as exc:
+            raise translate(exc, write=write) from exc
+        finally:
+            raw.close()
+
+    def close(self) -> None:
+        self.engine.dispose()

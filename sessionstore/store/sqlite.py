@@ -1,0 +1,197 @@
+"""The SQLite backend: the store's statements in ``sqlite3``'s named style, transactions with
+``BEGIN IMMEDIATE`` for writes, ``executemany`` batches for imports, and exports that write the
+stored UTF-8 text without decoding it.
+
+Write transactions start with ``BEGIN IMMEDIATE`` so that concurrent writers queue on the busy
+timeout instead of failing with "database is locked" when a read lock cannot be upgraded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+from sqlalchemy import Engine
+
+from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
+from sessionstore.store.backend import (
+    EntryRow,
+    ExportHead,
+    FactsRow,
+    HeadRow,
+    NewSession,
+    PathRow,
+    SessionRow,
+    TreeRow,
+    select_list,
+)
+from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, path_sql
+
+SESSIONS = "sessionstore_sessions"
+ENTRIES = "sessionstore_entries"
+
+INSERT_BATCH = 2_000
+"""Rows per ``executemany`` of an import."""
+BULK_CACHE_KIB = 32 * 1024
+"""Page cache of a bulk write (an import): the unique index on entry ids is random-keyed, and a
+larger cache keeps more of it within an import's memory budget."""
+DEFAULT_CACHE_KIB = 2000
+"""SQLite's default page cache (``cache_size = -2000``), restored after a bulk write."""
+ENTRY_ID_TAKEN = f"UNIQUE constraint failed: {ENTRIES}.session_key, {ENTRIES}.entry_id"
+"""SQLite's message for a taken entry id (the unique index's, and the append-only trigger's, which
+fires first on an insert)."""
+
+_LEAF_SET = (
+    "leaf_id = :leaf_id, leaf_seq = :leaf_seq, leaf_run_start = :leaf_run_start, leaf_depth = :leaf_depth,"
+    " leaf_ctx_depth = :leaf_ctx_depth, leaf_compaction_seq = :leaf_compaction_seq,"
+    " leaf_model_seq = :leaf_model_seq, leaf_thinking_seq = :leaf_thinking_seq"
+)
+_COUNTS_SET = f"{_LEAF_SET}, entry_count = :entry_count, message_count = :message_count, modified_ms = :modified_ms"
+_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
+_SESSION_COLUMNS = select_list(SessionRow)
+_LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
+
+STATEMENTS = Statements(
+    head=_HEAD,
+    head_for_update=_HEAD,  # BEGIN IMMEDIATE already serialises the writers
+    session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = :sid AND NOT deleting",
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
+    sessions_of_cwd=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE cwd = :cwd AND NOT deleting",
+    insert_session=(
+        f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
+        " deleting) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE)"
+    ),
+    update_head=(
+        f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = :name, first_message = :first_message WHERE key = :key"
+    ),
+    update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = :key",
+    set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = :key",
+    mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
+    delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
+    delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
+    insert_entry=(
+        f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES ({', '.join('?' * len(EntryRow._fields))})"
+    ),
+    facts=f"SELECT {select_list(FactsRow)} FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
+    payload=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
+    payload_at=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND seq = :seq",
+    path=path_sql(ENTRIES, ":{}") + f"""
+    SELECT {select_list(PathRow, seq="e.seq", payload="e.payload")}
+    FROM runs JOIN {ENTRIES} e ON e.session_key = :key AND e.seq BETWEEN runs.first_seq AND runs.last_seq
+    WHERE e.depth >= :stop""",
+    on_path=path_sql(ENTRIES, ":{}") + " SELECT count(*) FROM runs WHERE :target BETWEEN first_seq AND last_seq",
+    children=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND parent_seq = :seq ORDER BY seq",
+    roots=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND parent_seq IS NULL ORDER BY seq",
+    tree=f"SELECT {select_list(TreeRow)} FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
+    payloads_of_type=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND type = :type ORDER BY seq",
+    payloads=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
+    count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = :key",
+    export_head=f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s WHERE id = :sid",
+)
+
+
+class SqliteTx(StatementTx):
+    def insert_session(self, values: NewSession) -> int:
+        self.cursor.execute(self.sql.insert_session, values._asdict())
+        return int(self.cursor.lastrowid)
+
+    @contextmanager
+    def bulk_sink(self) -> Iterator[_BatchSink]:
+        sink = _BatchSink(self.cursor)
+        yield sink
+        sink.flush()
+
+    def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
+        connection = self.cursor.connection
+        connection.text_factory = bytes  # the stored UTF-8 text, written without decoding
+        try:
+            self.cursor.execute(self.sql.payloads, {"key": key})
+            count = 0
+            while rows := self.cursor.fetchmany(FETCH_ROWS):
+                fp.write(b"\n".join(text for (text,) in rows) + b"\n")
+                count += len(rows)
+        finally:
+            connection.text_factory = str
+        return count
+
+
+class _BatchSink:
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self._batch: list[EntryRow] = []
+
+    def add(self, row: EntryRow) -> None:
+        self._batch.append(row)
+        if len(self._batch) >= INSERT_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batch:
+            self._cursor.executemany(STATEMENTS.insert_entry, self._batch)
+            self._batch = []
+
+
+def translate(exc: sqlite3.Error, *, write: bool) -> SessionStoreError:
+    """The one place where ``sqlite3`` errors become the store's."""
+    if isinstance(exc, sqlite3.IntegrityError) and ENTRY_ID_TAKEN in str(exc):
+        return EntryIdTakenError("the session already has an entry with that id")
+    return StoreError(f"database {'refused the write' if write else 'error'}: {exc}")
+
+
+class SqliteBackend:
+    """Transactions on the pooled ``sqlite3`` connections of ``engine`` (pragmas set on connect)."""
+
+    name = "sqlite"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteTx]:
+        with self._transaction("BEGIN", write=False) as tx:
+            yield tx
+
+    @contextmanager
+    def write(self, *, bulk: bool = False) -> Iterator[SqliteTx]:
+        with self._transaction("BEGIN IMMEDIATE", write=True, bulk=bulk) as tx:
+            yield tx
+
+    @contextmanager
+    def _transaction(self, begin: str, *, write: bool, bulk: bool = False) -> Iterator[SqliteTx]:
+        """``bulk``: an import: this transaction checks no foreign key (the caller checks every parent,
+        in this session, before its child) and gets a larger page cache; both are restored after."""
+        try:
+            raw = self.engine.raw_connection()
+        except Exception as exc:
+            raise StoreError(f"cannot open the database: {exc}") from exc
+        try:
+            cursor = raw.cursor()
+            try:
+                if bulk:
+                    cursor.execute("PRAGMA foreign_keys = OFF")  # only outside a transaction
+                    cursor.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+                cursor.execute(begin)
+                try:
+                    yield SqliteTx(cursor, STATEMENTS)
+                    raw.commit()
+                except BaseException:
+                    try:
+                        raw.rollback()
+                    except Exception:  # the connection broke: do not pool it again
+                        raw.invalidate()
+                    raise
+                finally:
+                    if bulk:
+                        cursor.execute("PRAGMA foreign_keys = ON")
+                        cursor.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")
+            finally:
+                cursor.close()
+        except sqlite3.Error as exc:
+            raise translate(exc, write=write) from exc
+        finally:
+            raw.close()
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,203 @@
+"""The part of a :class:`~sessionstore.store.backend.Tx` that is the same on every database: running
+one database's :class:`Statements` on a DB-API cursor and giving named rows back. Each backend
+module writes its own statements and adds what only its database does (bulk sink, payload stream)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+from sessionstore.store.backend import (
+    EntryRow,
+    ExportHead,
+    FactsRow,
+    HeadRow,
+    HeadUpdate,
+    NewSession,
+    PathRow,
+    SessionRow,
+    TreeRow,
+)
+from sessionstore.store.facts import NodeFacts
+
+FETCH_ROWS = 4096
+"""Rows per ``fetchmany`` of a streamed read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """One database's SQL for the contract's primitives. Parameters are named (``key``, ``sid``,
+    ``eid``, ``seq``, ...), in the driver's style; each select list is the fields of the row type it
+    fills (see ``backend.select_list``)."""
+
+    head: str
+    """:class:`HeadRow` of session ``sid``."""
+    head_for_update: str
+    session: str
+    """:class:`SessionRow` of session ``sid`` unless it is marked deleting."""
+    sessions: str
+    sessions_of_cwd: str
+    insert_session: str
+    update_head: str
+    update_head_counts: str
+    """``update_head`` without ``name`` and ``first_message`` (a long first prompt is not rewritten by
+    every append)."""
+    set_leaf: str
+    mark_deleting: str
+    delete_entries: str
+    delete_session: str
+    insert_entry: str
+    """Positional parameters in :class:`EntryRow`'s order."""
+    facts: str
+    payload: str
+    payload_at: str
+    path: str
+    """:class:`PathRow` of the path ending at ``leaf`` from depth ``stop``, any order."""
+    on_path: str
+    children: str
+    roots: str
+    tree: str
+    payloads_of_type: str
+    payloads: str
+    count_entries: str
+    export_head: str
+
+
+def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
+    if leaf is None or leaf_id is None:
+        return {"leaf_id": None, "leaf_seq": None, "leaf_run_start": None, "leaf_depth": None,
+                "leaf_ctx_depth": None, "leaf_compaction_seq": None, "leaf_model_seq": None,
+                "leaf_thinking_seq": None}
+    return {"leaf_id": leaf_id, "leaf_seq": leaf.seq, "leaf_run_start": leaf.run_start, "leaf_depth": leaf.depth,
+            "leaf_ctx_depth": leaf.ctx_depth, "leaf_compaction_seq": leaf.compaction_seq,
+            "leaf_model_seq": leaf.model_seq, "leaf_thinking_seq": leaf.thinking_seq}
+
+
+_by_seq = itemgetter(0)
+
+
+class StatementTx:
+    """Runs ``statements`` on ``cursor``; subclasses add ``insert_session``, ``bulk_sink`` and
+    ``write_payload_lines``, which differ by database."""
+
+    def __init__(self, cursor: Any, statements: Statements) -> None:
+        self.cursor = cursor
+        self.sql = statements
+
+    def _one(self, sql: str, params: dict[str, Any]) -> Any:
+        self.cursor.execute(sql, params)
+        return self.cursor.fetchone()
+
+    def _all(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        self.cursor.execute(sql, params)
+        return list(self.cursor.fetchall())
+
+    # -- sessions ------------------------------------------------------------------------------
+    def head(self, session_id: str, *, lock: bool) -> HeadRow | None:
+        row = self._one(self.sql.head_for_update if lock else self.sql.head, {"sid": session_id})
+        return None if row is None else HeadRow._make(row)
+
+    def session(self, session_id: str) -> SessionRow | None:
+        row = self._one(self.sql.session, {"sid": session_id})
+        return None if row is None else SessionRow._make(row)
+
+    def sessions(self, *, cwd: str | None) -> list[SessionRow]:
+        if cwd is None:
+            return [SessionRow._make(r) for r in self._all(self.sql.sessions, {})]
+        return [SessionRow._make(r) for r in self._all(self.sql.sessions_of_cwd, {"cwd": cwd})]
+
+    def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
+        params = {"key": update.key, **_leaf_params(update.leaf_id, update.leaf),
+                  "entry_count": update.entry_count, "message_count": update.message_count,
+                  "modified_ms": update.modified_ms}
+        if texts_changed:
+            params["name"] = update.name
+            params["first_message"] = update.first_message
+            self.cursor.execute(self.sql.update_head, params)
+        else:
+            self.cursor.execute(self.sql.update_head_counts, params)
+
+    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None:
+        self.cursor.execute(self.sql.set_leaf, {"key": key, **_leaf_params(leaf_id, leaf)})
+
+    def delete_session(self, key: int) -> None:
+        # The append-only trigger lets entries go only while their session is marked as deleting.
+        for sql in (self.sql.mark_deleting, self.sql.delete_entries, self.sql.delete_session):
+            self.cursor.execute(sql, {"key": key})
+
+    # -- entries -------------------------------------------------------------------------------
+    def insert_entry(self, row: EntryRow) -> None:
+        self.cursor.execute(self.sql.insert_entry, row)
+
+    def facts(self, key: int, entry_id: str) -> FactsRow | None:
+        row = self._one(self.sql.facts, {"key": key, "eid": entry_id})
+        return None if row is None else FactsRow._make(row)
+
+    def payload(self, key: int, entry_id: str) -> str | None:
+        row = self._one(self.sql.payload, {"key": key, "eid": entry_id})
+        return None if row is None else str(row[0])
+
+    def payload_at(self, key: int, seq: int) -> str | None:
+        row = self._one(self.sql.payload_at, {"key": key, "seq": seq})
+        return None if row is None else str(row[0])
+
+    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> list[PathRow]:
+        rows = self._all(self.sql.path, {"key": key, "leaf": leaf_seq, "stop": from_depth})
+        # Each run comes in seq order, the runs from the leaf up: sorted by seq (a path's order), the
+        # runs only trade places.
+        rows.sort(key=_by_seq)
+        return [PathRow._make(r) for r in rows]
+
+    def on_path(self, key: int, leaf_seq: int, target: FactsRow) -> bool:
+        row = self._one(self.sql.on_path, {"key": key, "leaf": leaf_seq, "stop": target.depth, "target": target.seq})
+        return bool(row is not None and row[0])
+
+    def children(self, key: int, parent_seq: int | None) -> list[str]:
+        if parent_seq is None:
+            return [r[0] for r in self._all(self.sql.roots, {"key": key})]
+        return [r[0] for r in self._all(self.sql.children, {"key": key, "seq": parent_seq})]
+
+    def tree(self, key: int) -> list[TreeRow]:
+        return [TreeRow._make(r) for r in self._all(self.sql.tree, {"key": key})]
+
+    def payloads_of_type(self, key: int, entry_type: str) -> list[str]:
+        return [r[0] for r in self._all(self.sql.payloads_of_type, {"key": key, "type": entry_type})]
+
+    def payloads(self, key: int) -> Iterator[str]:
+        self.cursor.execute(self.sql.payloads, {"key": key})
+        while rows := self.cursor.fetchmany(FETCH_ROWS):
+            for (text,) in rows:
+                yield text
+
+    def count_entries(self, key: int) -> int:
+        row = self._one(self.sql.count_entries, {"key": key})
+        return int(row[0])
+
+    def export_head(self, session_id: str) -> ExportHead | None:
+        row = self._one(self.sql.export_head, {"sid": session_id})
+        return None if row is None else ExportHead._make(row[: len(ExportHead._fields)])
+
+    def insert_session(self, values: NewSession) -> int:
+        raise NotImplementedError
+
+
+def path_sql(table: str, param: str) -> str:
+    """The path query, for a driver whose named parameter ``x`` is written ``param.format("x")``.
+
+    The path ending at ``leaf`` is a few runs of consecutive entries (``run_start`` .. ``seq``, each
+    the child of the one before): the recursion goes from run to run (from a run's first entry to its
+    parent's run), and each run is one range of the primary key. It stops at the run that reaches
+    depth ``stop``; rows above it are filtered out."""
+    k, leaf, stop = param.format("key"), param.format("leaf"), param.format("stop")
+    return f"""
+    WITH RECURSIVE runs(first_seq, last_seq) AS (
+        SELECT run_start, seq FROM {table} WHERE session_key = {k} AND seq = {leaf}
+        UNION ALL
+        SELECT up.run_start, up.seq
+        FROM runs
+        JOIN {table} run_first ON run_first.session_key = {k} AND run_first.seq = runs.first_seq
+        JOIN {table} up ON up.session_key = {k} AND up.seq = run_first.parent_seq
+        WHERE run_first.depth > {stop}
+    )"""
