@@ -1,7 +1,14 @@
 """Schema versions through Alembic (the plain-function API; the CLI's ``db`` commands wrap it).
 
-Opening a store at the current revision reads ``alembic_version`` with one statement; Alembic
-itself is imported only to upgrade or to list the revisions it knows.
+Alembic keeps our revision in ``sessionstore_alembic_version`` (:data:`VERSION_TABLE`): a database may
+be shared with another library whose Alembic uses ``alembic_version``. Revisions 0001-0005 were kept
+there; :func:`upgrade` moves such a revision to our table in the transaction of the upgrade, and
+:func:`current_revision` reads it there until then. A database without a sessionstore schema gets the
+head schema in one step (the head revision's ``create_schema``), without 0001's table names.
+
+Opening a store at the current revision reads the version table with one statement (after the
+inspector's check that the table exists); Alembic itself is imported only to upgrade or to list the
+revisions it knows.
 """
 
 from __future__ import annotations
@@ -18,6 +25,12 @@ from sessionstore.store.schema import SCHEMA_REVISION
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+VERSION_TABLE = "sessionstore_alembic_version"
+"""Alembic's version table for sessionstore (``migrations/env.py`` configures it)."""
+LEGACY_VERSION_TABLE = "alembic_version"
+LEGACY_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
+"""Our revisions that were recorded in Alembic's default table, ``alembic_version``."""
 
 
 def alembic_config() -> Config:
@@ -43,13 +56,58 @@ def known_revisions() -> set[str]:
 
 
 def current_revision(conn: Connection) -> str | None:
-    """The revision ``alembic_version`` records (``None``: no sessionstore schema yet)."""
-    if not inspect(conn).has_table("alembic_version"):
+    """The revision ``sessionstore_alembic_version`` records, or one of 0001-0005 that
+    ``alembic_version`` still holds (``None``: no sessionstore schema yet)."""
+    inspector = inspect(conn)
+    if inspector.has_table(VERSION_TABLE):
+        rows = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
+        if len(rows) > 1:  # not a schema sessionstore wrote
+            raise SchemaError(f"the database's schema version cannot be read: {len(rows)} rows in {VERSION_TABLE}")
+        return str(rows[0][0]) if rows else None
+    return _legacy_revision(conn) if inspector.has_table(LEGACY_VERSION_TABLE) else None
+
+
+def _legacy_revision(conn: Connection) -> str | None:
+    """Our revision in ``alembic_version``: its one row is one of 0001-0005 and our tables of those
+    revisions exist (anything else there is another library's)."""
+    rows = conn.execute(text(f"SELECT version_num FROM {LEGACY_VERSION_TABLE}")).all()
+    if len(rows) != 1 or rows[0][0] not in LEGACY_REVISIONS:
         return None
-    rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
-    if len(rows) > 1:  # not a schema sessionstore wrote
-        raise SchemaError(f"the database's schema version cannot be read: {len(rows)} rows in alembic_version")
-    return str(rows[0][0]) if rows else None
+    inspector = inspect(conn)
+    return str(rows[0][0]) if inspector.has_table("sessions") and inspector.has_table("entries") else None
+
+
+def adopt_legacy_version(conn: Connection) -> None:
+    """Move a revision 0001-0005 from ``alembic_version`` to ``sessionstore_alembic_version`` (in the
+    caller's transaction); ``alembic_version`` goes with it. Another library's ``alembic_version`` is
+    left alone."""
+    inspector = inspect(conn)
+    if inspector.has_table(VERSION_TABLE) or not inspector.has_table(LEGACY_VERSION_TABLE):
+        return
+    legacy = _legacy_revision(conn)
+    if legacy is None:
+        return
+    # As Alembic creates its version table.
+    conn.execute(text(f"CREATE TABLE {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL,"
+                      f" CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"))
+    conn.execute(text(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (:v)"), {"v": legacy})
+    conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
+
+
+def _create_head_schema(conn: Connection, config: Config) -> bool:
+    """Create the head revision's schema in a database without one, if that revision can
+    (``create_schema()`` in its module); the caller stamps the revision."""
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(config).get_revision("head")
+    create = getattr(script.module, "create_schema", None) if script is not None else None
+    if create is None:
+        return False
+    with Operations.context(MigrationContext.configure(connection=conn)):
+        create()
+    return True
 
 
 def _too_new(current: str) -> SchemaTooNewError:
@@ -63,6 +121,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """Bring the schema to ``revision``; safe when several processes open a new database at once."""
     with engine.connect().execution_options(**WRITE) as conn:
         with conn.begin():
+            adopt_legacy_version(conn)
             current = current_revision(conn)
             if current != SCHEMA_REVISION or revision != "head":
                 if current is not None and current not in known_revisions():
@@ -71,7 +130,10 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
 
                 config = alembic_config()
                 config.attributes["connection"] = conn
-                command.upgrade(config, revision)
+                if current is None and revision == "head" and _create_head_schema(conn, config):
+                    command.stamp(config, "head")
+                else:
+                    command.upgrade(config, revision)
         with conn.begin():
             return current_revision(conn)
 
