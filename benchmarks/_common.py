@@ -277,7 +277,7 @@ class PgDatabases:
             store = SessionStore(pg_libpq_url(self.url, name), upgrade=True)
             try:
                 if primed:
-                    store.insert_session(synth_header("pg-prime"), synth_entries(PRIME_ENTRIES))
+                    store.import_entries(synth_header("pg-prime"), synth_entries(PRIME_ENTRIES))
             finally:
                 store.close()
             if primed:

@@ -74,8 +74,10 @@ from _common import (
 )
 
 from sessionstore.api import SessionStore
-from sessionstore.store.facts import NodeFacts, SessionStats, entry_values
-from sessionstore.store.entry_store import _HEAD, _UPDATE_HEAD_COUNTS, _leaf_columns
+from sessionstore.store.backend import HeadUpdate, entry_row
+from sessionstore.store.facts import NodeFacts
+from sessionstore.store.sqlite import STATEMENTS
+from sessionstore.store.sqltx import head_update_params
 
 Json = dict[str, Any]
 Row = tuple[str, int, str, str | None, str]
@@ -248,7 +250,7 @@ def build_sqlite_template(workdir: Path, history: int) -> Template:
     store = SessionStore(f"sqlite:///{store_db}", durability="normal")
     try:
         if history:
-            store.insert_session(header, synth_entries(history))
+            store.import_entries(header, synth_entries(history))
         else:
             store.create_session(cwd=header["cwd"], session_id=sid, timestamp=header["timestamp"])
     finally:
@@ -289,23 +291,27 @@ def _schema_insert(
     """The statements ``append_message`` runs (head read, entry insert, session update), raw."""
     values, head = statements[i]
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute(_HEAD, {"sid": sid}).fetchone()
+    conn.execute(STATEMENTS.head, {"sid": sid}).fetchone()
     conn.execute(insert_sql, values)
-    conn.execute(_UPDATE_HEAD_COUNTS, head)
+    conn.execute(STATEMENTS.update_head_counts, head)
     conn.execute("COMMIT")
+
+
+SESSION_KEY = 1
+"""The key of the one session a template database holds (its first session row)."""
 
 
 def schema_statements(rows: list[Row]) -> list[tuple[tuple[Any, ...], Json]]:
     """For each floor row (same entry, same payload text): the store's entry row and session update,
     built with the store's own functions for a linear chain of messages."""
     out: list[tuple[tuple[Any, ...], Json]] = []
-    for sid, seq, entry_id, parent, payload in rows:
+    for _sid, seq, entry_id, parent, payload in rows:
         entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": FLOOR_TS,
                  "message": {"role": "user"}}
-        facts = NodeFacts(seq, seq, 0, None, None, None)
-        values = entry_values(sid, entry, facts, None if parent is None else seq - 1, payload)
-        stats = SessionStats(entry_count=seq + 1, message_count=seq + 1, modified_ms=0)
-        out.append((values, {"sid": sid, **_leaf_columns(entry_id, facts), **stats.columns()}))
+        facts = NodeFacts(seq, 0, seq, 0, None, None, None)
+        values = entry_row(SESSION_KEY, entry, facts, None if parent is None else seq - 1, payload)
+        update = HeadUpdate(SESSION_KEY, entry_id, facts, seq + 1, seq + 1, None, None, 0)
+        out.append((tuple(values), head_update_params(update)))
     return out
 
 
@@ -340,7 +346,8 @@ def run_sqlite(workdir: Path, templates: dict[int, Template], durability: str, m
                     partial(store.append_message, tpl.session_id),
                     partial(_sqlite_insert, conn),
                     rows,
-                    partial(_schema_insert, schema_conn, store._insert_sql, schema_statements(rows), tpl.session_id),
+                    partial(_schema_insert, schema_conn, STATEMENTS.insert_entry,
+                            schema_statements(rows), tpl.session_id),
                 )
             )
         interleave(lanes, messages)
@@ -373,7 +380,7 @@ def run_postgres(dbs: PgDatabases, histories: list[int], messages: list[Json], *
             began = time.perf_counter()
             with SessionStore(store_url) as builder:
                 if history:
-                    builder.insert_session(header, synth_entries(history))
+                    builder.import_entries(header, synth_entries(history))
                 else:
                     builder.create_session(cwd=header["cwd"], session_id=sid, timestamp=header["timestamp"])
             built_store = time.perf_counter() - began

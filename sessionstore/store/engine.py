@@ -1,10 +1,10 @@
-"""Engines: URL defaults, SQLite pragmas and write transactions, driver availability.
+"""Engines: URL defaults, SQLite pragmas, driver availability. SQLAlchemy keeps the engine and its
+pool (and the schema and Alembic); the store's statements run on the backends' driver connections.
 
 SQLite runs in WAL mode with ``busy_timeout``; ``synchronous`` is ``FULL`` by default (every
 acknowledged append survives a crash of the process or the machine) or ``NORMAL`` (faster; a power
-loss may lose the last transactions, never corrupt the file). Write transactions start with
-``BEGIN IMMEDIATE`` so that concurrent writers queue on the busy timeout instead of failing with
-"database is locked" when a read lock cannot be upgraded.
+loss may lose the last transactions, never corrupt the file). Transactions on SQLAlchemy connections
+(migrations) with the ``WRITE`` option start with ``BEGIN IMMEDIATE``, as the backend's writes do.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from sessionstore.errors import BackendUnavailableError, InvalidInputError
 from sessionstore.wire.jsjson import escape_surrogates
 
 Durability = Literal["full", "normal"]
+PAGE_SIZE = 8192
+"""SQLite page size of a new database: rows of about a kilobyte (a typical message entry) leave little
+unused space in a page of this size (a 4 KiB page holds two or three of them, with up to a third
+unused); PostgreSQL's pages have the same size."""
 ENV_URL = "SESSIONSTORE_DB"
 WRITE = {"sessionstore_write": True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
@@ -60,25 +64,6 @@ def decode_payloads(texts: list[str]) -> list[Any]:
     return [json_loads(text) for text in texts]
 
 
-def _back_to_psycopg_defaults(dbapi_connection: Any, record: Any) -> None:
-    """A PostgreSQL connection goes back to the pool with psycopg's defaults (no autocommit, the
-    server's isolation, read-write): ``raw_write`` changes them for a read snapshot or a pipelined
-    append, and this puts them back whatever ended its use, an interrupt included (a connection left in
-    autocommit would make the next multi-statement write non-atomic without any error). A connection
-    that cannot be reset is dropped."""
-    if dbapi_connection is None:  # invalidated
-        return
-    try:
-        if dbapi_connection.autocommit:
-            dbapi_connection.autocommit = False
-        if dbapi_connection.isolation_level is not None:
-            dbapi_connection.isolation_level = None
-        if dbapi_connection.read_only is not None:
-            dbapi_connection.read_only = None
-    except Exception as exc:
-        record.invalidate(exc)
-
-
 def create_private_file(path: Path) -> None:
     """Create the SQLite file ``path`` readable and writable by its owner only (``0600``), in a directory
     created ``0700`` when missing, before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files
@@ -109,9 +94,7 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
-        engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
-        event.listen(engine, "checkin", _back_to_psycopg_defaults)
-        return engine
+        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
     if parsed.host:
@@ -137,6 +120,7 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA busy_timeout = 60000")
+        cursor.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op unless the database is still empty
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute(f"PRAGMA synchronous = {synchronous}")
         cursor.execute("PRAGMA foreign_keys = ON")

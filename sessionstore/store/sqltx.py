@@ -75,6 +75,13 @@ def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
             "leaf_model_seq": leaf.model_seq, "leaf_thinking_seq": leaf.thinking_seq}
 
 
+def head_update_params(update: HeadUpdate) -> dict[str, Any]:
+    """The parameters of ``Statements.update_head`` (and ``update_head_counts``, which ignores two)."""
+    return {"key": update.key, **_leaf_params(update.leaf_id, update.leaf), "entry_count": update.entry_count,
+            "message_count": update.message_count, "modified_ms": update.modified_ms, "name": update.name,
+            "first_message": update.first_message}
+
+
 _by_seq = itemgetter(0)
 
 
@@ -109,15 +116,8 @@ class StatementTx:
         return [SessionRow._make(r) for r in self._all(self.sql.sessions_of_cwd, {"cwd": cwd})]
 
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
-        params = {"key": update.key, **_leaf_params(update.leaf_id, update.leaf),
-                  "entry_count": update.entry_count, "message_count": update.message_count,
-                  "modified_ms": update.modified_ms}
-        if texts_changed:
-            params["name"] = update.name
-            params["first_message"] = update.first_message
-            self.cursor.execute(self.sql.update_head, params)
-        else:
-            self.cursor.execute(self.sql.update_head_counts, params)
+        params = head_update_params(update)
+        self.cursor.execute(self.sql.update_head if texts_changed else self.sql.update_head_counts, params)
 
     def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None:
         self.cursor.execute(self.sql.set_leaf, {"key": key, **_leaf_params(leaf_id, leaf)})
