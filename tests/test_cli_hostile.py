@@ -64,7 +64,7 @@ def newer_database(path: Path) -> Path:
     with SessionStore(f"sqlite:///{path}"):
         pass
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+        conn.execute("UPDATE sessionstore_alembic_version SET version_num = '9999'")
     return path
 
 

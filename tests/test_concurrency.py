@@ -38,13 +38,14 @@ def check_single_chain(store: SessionStore, sid: str) -> list[Json]:
     assert store.session(sid).entry_count == n
     with store.engine.connect() as conn:
         rows = conn.execute(
-            text("SELECT seq, entry_id, parent_id, parent_seq FROM entries WHERE session_id = :sid ORDER BY seq"),
+            text("SELECT seq, entry_id, parent_seq, run_start FROM sessionstore_entries"
+                 " WHERE session_key = (SELECT key FROM sessionstore_sessions WHERE id = :sid) ORDER BY seq"),
             {"sid": sid},
         ).all()
     assert [r.seq for r in rows] == list(range(n)), "seq has gaps or duplicates"
     assert [r.entry_id for r in rows] == ids
-    assert [r.parent_id for r in rows] == [None, *ids[:-1]]
     assert [r.parent_seq for r in rows] == [None, *range(n - 1)]
+    assert [r.run_start for r in rows] == [0] * n  # one chain: one run
     assert [e["parentId"] for e in listed] == [None, *ids[:-1]]
     assert store.leaf(sid) == (ids[-1] if ids else None)
     assert [e["id"] for e in store.path(sid)] == ids

@@ -136,26 +136,37 @@ def check_database(store: SessionStore) -> None:
             assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
         counts = conn.execute(
             text(
-                "SELECT s.id, s.entry_count, (SELECT count(*) FROM entries e WHERE e.session_id = s.id)"
-                " FROM sessions s"
+                "SELECT s.id, s.entry_count, (SELECT count(*) FROM sessionstore_entries e WHERE e.session_key = s.key)"
+                " FROM sessionstore_sessions s"
             )
         ).all()
         assert [(sid, stored) for sid, stored, _ in counts] == [(sid, real) for sid, _, real in counts]
         orphans = conn.execute(
             text(
-                "SELECT count(*) FROM entries e WHERE e.parent_id IS NOT NULL AND NOT EXISTS"
-                " (SELECT 1 FROM entries p WHERE p.session_id = e.session_id AND p.entry_id = e.parent_id)"
+                "SELECT count(*) FROM sessionstore_entries e WHERE e.parent_seq IS NOT NULL AND NOT EXISTS"
+                " (SELECT 1 FROM sessionstore_entries p WHERE p.session_key = e.session_key AND p.seq = e.parent_seq)"
             )
         ).scalar_one()
         assert orphans == 0, "entries whose parent is missing"
+        wrong_runs = conn.execute(
+            text(
+                "SELECT count(*) FROM sessionstore_entries e WHERE e.run_start IS DISTINCT FROM CASE"
+                " WHEN e.parent_seq IS NULL OR e.parent_seq <> e.seq - 1 THEN e.seq"
+                " ELSE (SELECT p.run_start FROM sessionstore_entries p"
+                " WHERE p.session_key = e.session_key AND p.seq = e.parent_seq) END"
+            )
+        ).scalar_one()
+        assert wrong_runs == 0, "entries whose run_start is not their run's first seq"
         homeless = conn.execute(
-            text("SELECT count(*) FROM entries e WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id)")
+            text("SELECT count(*) FROM sessionstore_entries e"
+                 " WHERE NOT EXISTS (SELECT 1 FROM sessionstore_sessions s WHERE s.key = e.session_key)")
         ).scalar_one()
         assert homeless == 0, "entries without their session"
         lost_leaves = conn.execute(
             text(
-                "SELECT count(*) FROM sessions s WHERE s.leaf_id IS NOT NULL AND NOT EXISTS"
-                " (SELECT 1 FROM entries e WHERE e.session_id = s.id AND e.entry_id = s.leaf_id)"
+                "SELECT count(*) FROM sessionstore_sessions s WHERE s.leaf_id IS NOT NULL AND NOT EXISTS"
+                " (SELECT 1 FROM sessionstore_entries e WHERE e.session_key = s.key AND e.entry_id = s.leaf_id"
+                " AND e.seq = s.leaf_seq AND e.run_start = s.leaf_run_start)"
             )
         ).scalar_one()
         assert lost_leaves == 0, "sessions whose leaf is missing"
@@ -166,7 +177,8 @@ def check_database(store: SessionStore) -> None:
 def imported_state(store: SessionStore, sid: str, ids: list[str]) -> str:
     """``"whole"`` or ``"none"`` (anything in between fails)."""
     with store.engine.connect() as conn:
-        rows = conn.execute(text("SELECT count(*) FROM entries WHERE session_id = :sid"), {"sid": sid}).scalar_one()
+        rows = conn.execute(text("SELECT count(*) FROM sessionstore_entries e JOIN sessionstore_sessions s"
+                                 " ON s.key = e.session_key WHERE s.id = :sid"), {"sid": sid}).scalar_one()
     try:
         info = store.session(sid)
     except SessionNotFoundError:
@@ -191,7 +203,8 @@ def chain_by_tag(store: SessionStore, sid: str) -> tuple[list[str], dict[str, li
     assert store.leaf(sid) == (ids[-1] if ids else None)
     assert [e["id"] for e in store.path(sid)] == ids
     with store.engine.connect() as conn:
-        seqs = conn.execute(text("SELECT seq FROM entries WHERE session_id = :sid ORDER BY seq"), {"sid": sid})
+        seqs = conn.execute(text("SELECT seq FROM sessionstore_entries WHERE session_key ="
+                                 " (SELECT key FROM sessionstore_sessions WHERE id = :sid) ORDER BY seq"), {"sid": sid})
         assert seqs.scalars().all() == list(range(len(ids)))
     by_tag: dict[str, list[tuple[int, str]]] = {}
     for entry in listed:

@@ -19,7 +19,7 @@ from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundE
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
-from sessionstore.store.entry_store import SessionInfo
+from sessionstore.store.store import SessionInfo
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
 from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database
@@ -33,17 +33,31 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
     url = f"sqlite:///{tmp_path / 'new.db'}"
     SessionStore(url).close()
     with sqlite3.connect(tmp_path / "new.db") as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (SCHEMA_REVISION,)
+        assert conn.execute("SELECT version_num FROM sessionstore_alembic_version").fetchone() == (SCHEMA_REVISION,)
         triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    assert {"entries_append_only_update", "entries_append_only_delete", "entries_no_replace"} <= triggers
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries"}
+    assert {"sessionstore_entries_append_only_update", "sessionstore_entries_append_only_delete",
+            "sessionstore_entries_no_replace"} <= triggers
 
 
 def test_the_migrated_schema_matches_the_code_schema(db_url: str) -> None:
-    SessionStore(db_url).close()
     engine = make_engine(db_url)
+    migrate.upgrade(engine)
     inspector = inspect(engine)
+    assert set(inspector.get_table_names()) == {t.name for t in metadata.sorted_tables} | {migrate.VERSION_TABLE}
     for table in metadata.sorted_tables:
-        assert {c["name"] for c in inspector.get_columns(table.name)} == {c.name for c in table.columns}
+        assert [(c["name"], c["nullable"]) for c in inspector.get_columns(table.name)] == [
+            (c.name, c.nullable) for c in table.columns
+        ]
+        pk = inspector.get_pk_constraint(table.name)
+        assert (pk["name"], pk["constrained_columns"]) == (
+            table.primary_key.name, [c.name for c in table.primary_key.columns]
+        )
+        assert {(u["name"], tuple(u["column_names"])) for u in inspector.get_unique_constraints(table.name)} == {
+            (u.name, tuple(c.name for c in u.columns))
+            for u in table.constraints if u.__class__.__name__ == "UniqueConstraint"
+        }
         indexes = [i for i in inspector.get_indexes(table.name) if not i.get("duplicates_constraint")]
         assert {(i["name"], tuple(i["column_names"])) for i in indexes} == {
             (i.name, tuple(c.name for c in i.columns)) for i in table.indexes
@@ -65,7 +79,7 @@ def test_a_database_without_a_recorded_revision_is_refused_when_upgrades_are_off
     with SessionStore(url) as store:
         store.create_session(cwd="/w")
     with sqlite3.connect(tmp_path / "old.db") as conn:
-        conn.execute("DELETE FROM alembic_version")
+        conn.execute("DELETE FROM sessionstore_alembic_version")
     with pytest.raises(SchemaError, match="db upgrade"), SessionStore(url, upgrade=False):
         pass
 
@@ -74,7 +88,7 @@ def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'future.db'}"
     SessionStore(url).close()
     with sqlite3.connect(tmp_path / "future.db") as conn:
-        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+        conn.execute("UPDATE sessionstore_alembic_version SET version_num = '9999'")
     with pytest.raises(SchemaError, match="newer version"):
         SessionStore(url)
 
@@ -200,7 +214,7 @@ def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_
                 text("SELECT table_name, data_type FROM information_schema.columns"
                      " WHERE column_name IN ('payload', 'header') ORDER BY table_name")
             ).all()
-        assert types == [("entries", "json"), ("sessions", "json")]
+        assert types == [("sessionstore_entries", "json"), ("sessionstore_sessions", "json")]
         with SessionStore(url) as store:
             assert store.path("s1") == [user]
             out = io.BytesIO()
@@ -248,8 +262,9 @@ def test_sessions_written_before_revision_0003_get_their_leaf_facts_on_upgrade(t
     engine.dispose()
     with SessionStore(url) as store:
         with store.engine.connect() as conn:
-            row = conn.execute(text("SELECT leaf_seq, leaf_depth, leaf_ctx_depth, leaf_model_seq FROM sessions")).one()
-        assert tuple(row) == (1, 1, 0, 0)
+            row = conn.execute(text("SELECT leaf_seq, leaf_depth, leaf_ctx_depth, leaf_model_seq, leaf_run_start"
+                                    " FROM sessionstore_sessions")).one()
+        assert tuple(row) == (1, 1, 0, 0, 0)
         reply = store.append_message("s1", {"role": "assistant", "content": [], "api": "x", "provider": "anthropic",
                                             "model": "opus", "usage": {}, "stopReason": "stop", "timestamp": 2})
         assert [e["id"] for e in store.path("s1")] == ["m1", "u1", reply]
@@ -318,71 +333,104 @@ def _refused_downgrade(db_url: str) -> None:
 
 # -- Raw SQL cannot change the tree of a session that readers see (revision 0005) ---------------
 
-_ENTRY = ("session_id, seq, entry_id, parent_id, parent_seq, depth, type, role, timestamp, payload, ctx_depth,"
-          " compaction_seq, model_seq, thinking_seq")
-_SESSION = ", ".join(c.name for c in sessions.columns)
+_ENTRY = ("session_key, seq, entry_id, parent_seq, run_start, depth, ctx_depth, compaction_seq, model_seq,"
+          " thinking_seq, type, payload")
+_KEY = "(SELECT key FROM sessionstore_sessions WHERE id = :sid)"
 _SWAPPED = "'{\"swapped\": true}'"
 
 
 def _copy_of_entry(seq: int, *, new_seq: str = "seq", new_id: str = "entry_id", rowid: bool = False) -> str:
     """A SELECT of entry ``seq`` of session ``:sid`` as an entries row with another payload."""
     columns = _ENTRY.replace("seq, entry_id,", f"{new_seq}, {new_id},", 1).replace("payload", _SWAPPED)
-    return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM entries WHERE session_id = :sid AND seq = {seq}"
+    return (f"SELECT {'rowid, ' if rowid else ''}{columns} FROM sessionstore_entries"
+            f" WHERE session_key = {_KEY} AND seq = {seq}")
 
 
-def _copy_of_session(*, rowid: bool = False, **values: str) -> str:
-    """A SELECT of session ``:sid`` as a sessions row, with ``values`` for some columns."""
-    columns = ", ".join(values.get(c.name, c.name) for c in sessions.columns)
-    return f"SELECT {'rowid, ' if rowid else ''}{columns} FROM sessions WHERE id = :sid"
+def _session_columns(*, key: bool) -> str:
+    return ", ".join(c.name for c in sessions.columns if key or c.name != "key")
 
 
-_DELETE_A_LEAF = ["UPDATE sessions SET deleting = TRUE WHERE id = :sid",
-                  "DELETE FROM entries WHERE session_id = :sid AND seq = 3"]
+def _copy_of_session(*, key: bool, **values: str) -> str:
+    """A SELECT of session ``:sid`` as a sessions row (with its ``key`` or without, for a new one), with
+    ``values`` for some columns."""
+    columns = ", ".join(values.get(c.name, c.name) for c in sessions.columns if key or c.name != "key")
+    return f"SELECT {columns} FROM sessionstore_sessions WHERE id = :sid"
+
+
+_INSERT_OTHER = (f"INSERT INTO sessionstore_sessions ({_session_columns(key=False)})"
+                 f" {_copy_of_session(key=False, id=repr('other'))}")
+_DELETE_A_LEAF = ["UPDATE sessionstore_sessions SET deleting = TRUE WHERE id = :sid",
+                  f"DELETE FROM sessionstore_entries WHERE session_key = {_KEY} AND seq = 3"]
 _BOTH, _SQLITE, _POSTGRESQL = ("sqlite", "postgresql"), ("sqlite",), ("postgresql",)
 _ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     # SQLite's REPLACE deletes the rows in its way without firing their delete trigger.
     "INSERT OR REPLACE over an entry's seq": (_SQLITE, [
-        f"INSERT OR REPLACE INTO entries ({_ENTRY}) {_copy_of_entry(1, new_id=repr('swapped'))}"]),
+        f"INSERT OR REPLACE INTO sessionstore_entries ({_ENTRY}) {_copy_of_entry(1, new_id=repr('swapped'))}"]),
     "REPLACE INTO over an entry's id at a new seq": (_SQLITE, [
-        f"REPLACE INTO entries ({_ENTRY}) {_copy_of_entry(2, new_seq='9')}"]),
+        f"REPLACE INTO sessionstore_entries ({_ENTRY}) {_copy_of_entry(2, new_seq='9')}"]),
     "INSERT OR REPLACE over an entry's rowid": (_SQLITE, [
-        f"INSERT OR REPLACE INTO entries (rowid, {_ENTRY})"
+        f"INSERT OR REPLACE INTO sessionstore_entries (rowid, {_ENTRY})"
         f" {_copy_of_entry(3, new_seq='9', new_id=repr('x'), rowid=True)}"]),
     "mark deleting, delete a leaf, REPLACE the session row unmarked": (_SQLITE, [
-        *_DELETE_A_LEAF, f"REPLACE INTO sessions ({_SESSION}) {_copy_of_session(deleting='FALSE')}"]),
+        *_DELETE_A_LEAF,
+        f"REPLACE INTO sessionstore_sessions ({_session_columns(key=True)})"
+        f" {_copy_of_session(key=True, deleting='FALSE')}"]),
+    "mark deleting, delete a leaf, REPLACE the session row unmarked under a new key": (_SQLITE, [
+        *_DELETE_A_LEAF,
+        f"REPLACE INTO sessionstore_sessions ({_session_columns(key=False)})"
+        f" {_copy_of_session(key=False, deleting='FALSE')}"]),
+    "REPLACE a new session row over the key of the session": (_SQLITE, [
+        f"REPLACE INTO sessionstore_sessions ({_session_columns(key=True)})"
+        f" {_copy_of_session(key=True, id=repr('other'))}"]),
     "REPLACE a new session row over the rowid of the session": (_SQLITE, [
-        f"REPLACE INTO sessions (rowid, {_SESSION}) {_copy_of_session(rowid=True, id=repr('other'))}"]),
+        f"REPLACE INTO sessionstore_sessions (rowid, {_session_columns(key=False)})"
+        f" {_copy_of_session(key=False, id='rowid, ' + repr('other'))}"]),
     "UPDATE OR REPLACE a new session row onto the rowid of the session": (_SQLITE, [
-        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
-        "UPDATE OR REPLACE sessions SET rowid = (SELECT rowid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
+        _INSERT_OTHER,
+        "UPDATE OR REPLACE sessionstore_sessions SET rowid = (SELECT rowid FROM sessionstore_sessions WHERE id = :sid)"
+        " WHERE id = 'other'"]),
     "UPDATE OR REPLACE a new session row onto the rowid of the session, named _rowid_": (_SQLITE, [
-        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session(id=repr('other'))}",
-        "UPDATE OR REPLACE sessions SET _rowid_ = (SELECT oid FROM sessions WHERE id = :sid) WHERE id = 'other'"]),
+        _INSERT_OTHER,
+        "UPDATE OR REPLACE sessionstore_sessions SET _rowid_ = (SELECT oid FROM sessionstore_sessions WHERE id = :sid)"
+        " WHERE id = 'other'"]),
+    "a new session row adopting the entries of a session deleted with its key": (_SQLITE, [
+        _INSERT_OTHER,
+        "UPDATE sessionstore_sessions SET deleting = TRUE WHERE id = 'other'",
+        "DELETE FROM sessionstore_sessions WHERE id = 'other'",
+        # foreign keys off: entries under the next key, then a session row that gets that key
+        f"INSERT INTO sessionstore_entries ({_ENTRY}) SELECT (SELECT max(key) + 1 FROM sessionstore_sessions),"
+        f" {_ENTRY.split(', ', 1)[1]} FROM sessionstore_entries WHERE session_key = {_KEY} AND seq = 0",
+        f"INSERT INTO sessionstore_sessions ({_session_columns(key=False)})"
+        f" {_copy_of_session(key=False, id=repr('adopter'))}"]),
     "ON CONFLICT DO UPDATE of an entry's seq": (_BOTH, [
-        f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1)} ON CONFLICT (session_id, seq) DO UPDATE"
+        f"INSERT INTO sessionstore_entries ({_ENTRY}) {_copy_of_entry(1)} ON CONFLICT (session_key, seq) DO UPDATE"
         " SET payload = excluded.payload"]),
     "ON CONFLICT DO UPDATE of an entry's id": (_BOTH, [
-        f"INSERT INTO entries ({_ENTRY}) {_copy_of_entry(1, new_seq='9')} ON CONFLICT (session_id, entry_id) DO UPDATE"
-        " SET payload = excluded.payload"]),
+        f"INSERT INTO sessionstore_entries ({_ENTRY}) {_copy_of_entry(1, new_seq='9')}"
+        " ON CONFLICT (session_key, entry_id) DO UPDATE SET payload = excluded.payload"]),
     "mark deleting, delete a leaf, unmark": (_BOTH, [
-        *_DELETE_A_LEAF, "UPDATE sessions SET deleting = FALSE WHERE id = :sid"]),
+        *_DELETE_A_LEAF, "UPDATE sessionstore_sessions SET deleting = FALSE WHERE id = :sid"]),
     "mark deleting, delete a leaf, unmark by ON CONFLICT DO UPDATE": (_BOTH, [
         *_DELETE_A_LEAF,
-        f"INSERT INTO sessions ({_SESSION}) {_copy_of_session()} ON CONFLICT (id) DO UPDATE SET deleting = FALSE"]),
-    "delete the session row, keeping its entries": (_BOTH, ["DELETE FROM sessions WHERE id = :sid"]),
-    "rename the session away from its entries": (_BOTH, ["UPDATE sessions SET id = 'renamed' WHERE id = :sid"]),
+        f"INSERT INTO sessionstore_sessions ({_session_columns(key=False)}) {_copy_of_session(key=False)}"
+        " ON CONFLICT (id) DO UPDATE SET deleting = FALSE"]),
+    "delete the session row, keeping its entries": (_BOTH, ["DELETE FROM sessionstore_sessions WHERE id = :sid"]),
+    "rename the session away from its entries": (_BOTH, [
+        "UPDATE sessionstore_sessions SET id = 'renamed' WHERE id = :sid"]),
+    "move the session's key away from its entries": (_BOTH, [
+        "UPDATE sessionstore_sessions SET key = key + 1000 WHERE id = :sid"]),
     "MERGE updating an entry": (_POSTGRESQL, [
-        "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 1"
-        f" WHEN MATCHED THEN UPDATE SET payload = {_SWAPPED}"]),
+        "MERGE INTO sessionstore_entries e USING (SELECT key FROM sessionstore_sessions WHERE id = :sid) s"
+        f" ON e.session_key = s.key AND e.seq = 1 WHEN MATCHED THEN UPDATE SET payload = {_SWAPPED}"]),
     "MERGE deleting a leaf": (_POSTGRESQL, [
-        "MERGE INTO entries e USING (SELECT CAST(:sid AS varchar) AS sid) s ON e.session_id = s.sid AND e.seq = 3"
-        " WHEN MATCHED THEN DELETE"]),
+        "MERGE INTO sessionstore_entries e USING (SELECT key FROM sessionstore_sessions WHERE id = :sid) s"
+        " ON e.session_key = s.key AND e.seq = 3 WHEN MATCHED THEN DELETE"]),
     "mark deleting, delete a leaf, unmark by MERGE": (_POSTGRESQL, [
         *_DELETE_A_LEAF,
-        "MERGE INTO sessions t USING (SELECT CAST(:sid AS varchar) AS id) s ON t.id = s.id"
+        "MERGE INTO sessionstore_sessions t USING (SELECT CAST(:sid AS text) AS id) s ON t.id = s.id"
         " WHEN MATCHED THEN UPDATE SET deleting = FALSE"]),
-    "TRUNCATE entries": (_POSTGRESQL, ["TRUNCATE entries"]),
-    "TRUNCATE sessions CASCADE": (_POSTGRESQL, ["TRUNCATE sessions CASCADE"]),
+    "TRUNCATE entries": (_POSTGRESQL, ["TRUNCATE sessionstore_entries"]),
+    "TRUNCATE sessions CASCADE": (_POSTGRESQL, ["TRUNCATE sessionstore_sessions CASCADE"]),
 }
 _REFUSED_BY_FOREIGN_KEY = {("postgresql", "delete the session row, keeping its entries")}
 """PostgreSQL always checks foreign keys; SQLite's shell does not, and a trigger refuses it there."""
@@ -476,7 +524,7 @@ def test_a_session_marked_deleting_by_raw_sql_stays_gone_until_imported_again(
     for statement in _DELETE_A_LEAF:
         _run_raw(store, [statement], tree)
     with pytest.raises(Exception, match="append-only: a session marked deleting stays marked"):
-        _run_raw(store, ["UPDATE sessions SET deleting = FALSE WHERE id = :sid"], tree)
+        _run_raw(store, ["UPDATE sessionstore_sessions SET deleting = FALSE WHERE id = :sid"], tree)
     for read in (store.path, store.entries, store.session):
         with pytest.raises(SessionNotFoundError):
             read(tree)
@@ -502,10 +550,10 @@ def _triggers(engine: Engine) -> set[str]:
 
 
 @pytest.mark.parametrize("revision", ["0004", "0003", "0002", "0001"])
-def test_a_database_at_an_earlier_revision_keeps_every_entry_through_0005_and_back(
+def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_and_back(
     store: SessionStore, tree: str, revision: str, tmp_path: Path
 ) -> None:
-    """Down to ``revision`` (0005's guards go), then up again in place: every session reads as before,
+    """Down to ``revision`` (0005's guards and 0006's tables go), then up again in place: every session reads as before,
     the guards are back, and appends, delete_session and import --replace work."""
     from alembic import command
 
@@ -522,7 +570,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_0005_and_ba
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0005"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0006"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:

@@ -2,11 +2,12 @@
 integer key and carry ``run_start``; ``parent_id``, ``role`` and ``timestamp`` go (the payload has them).
 
 - Names: the OpenAI Agents SDK and Google ADK create a ``sessions`` table too, and another library's
-  Alembic keeps ``alembic_version``; in a shared database ``db upgrade`` died on the first. Every table,
-  index, constraint, trigger and function of sessionstore now starts with ``sessionstore``, and
-  Alembic's version table is ``sessionstore_alembic_version`` (``store/migrate.py`` moves our revision
-  out of ``alembic_version`` before this revision runs, and creates a new database at this revision
-  directly, without 0001's ``sessions``).
+  Alembic keeps ``alembic_version``; in a shared database ``db upgrade`` died on the first. The names
+  of sessionstore's tables, triggers and functions now start with ``sessionstore`` (those of indexes
+  and constraints after their ``ix_``/``pk_``/... prefix), and Alembic's version table is
+  ``sessionstore_alembic_version`` (``store/migrate.py`` moves our revision out of ``alembic_version``
+  before this revision runs, and creates a new database at this revision directly, without 0001's
+  ``sessions``).
 - Smaller rows: the text session id was in every entry row and in both of its indexes; the integer
   ``session_key`` (SQLite: the rowid of the session row) takes a few bytes. ``parent_id``, ``role``
   and ``timestamp`` were copies of payload fields that no query reads.
