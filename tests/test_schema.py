@@ -6,11 +6,13 @@ import io
 import json
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
@@ -18,11 +20,31 @@ from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
+from sessionstore.store.entry_store import EntryStore, SessionInfo
 from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
-from sessionstore.store.store import SessionInfo
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
 from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database
+
+
+@contextmanager
+def _connect(store: SessionStore, *, begin: bool = False) -> Iterator[Connection]:
+    """A connection of a test's own on the store's database (the store keeps its engine to itself)."""
+    engine = make_engine(store.url)
+    try:
+        with engine.begin() if begin else engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _begin(store: SessionStore) -> AbstractContextManager[Connection]:
+    return _connect(store, begin=True)
+
+
+def _dialect(store: SessionStore) -> str:
+    return make_url(store.url).get_backend_name()
+
 
 
 def test_the_code_needs_the_head_revision_of_the_migrations() -> None:
@@ -104,7 +126,7 @@ def test_db_commands_report_and_upgrade_the_schema(tmp_path: Path) -> None:
 
 
 def test_sqlite_runs_in_wal_with_full_sync_by_default(tmp_path: Path) -> None:
-    with SessionStore(f"sqlite:///{tmp_path / 'w.db'}") as store, store.engine.connect() as conn:
+    with SessionStore(f"sqlite:///{tmp_path / 'w.db'}") as store, _connect(store) as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
@@ -159,7 +181,7 @@ def test_postgresql_is_never_upgraded_on_open_and_says_what_to_run() -> None:
 
 
 def test_normal_durability_runs_sqlite_with_normal_sync(tmp_path: Path) -> None:
-    with SessionStore(f"sqlite:///{tmp_path / 'n.db'}", durability="normal") as store, store.engine.connect() as conn:
+    with EntryStore(f"sqlite:///{tmp_path / 'n.db'}", durability="normal") as store, store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
 
@@ -172,9 +194,9 @@ def test_an_import_gives_back_the_foreign_key_checks_and_page_cache_it_turned_of
     with SessionStore(f"sqlite:///{tmp_path / 'b.db'}") as store:
         store.import_jsonl(PI_FILES["large-session"])
         with pytest.raises(InvalidInputError):
-            store.insert_session({"type": "session", "id": "bad", "timestamp": "t", "cwd": "/w"},
+            store.import_entries({"type": "session", "id": "bad", "timestamp": "t", "cwd": "/w"},
                                  [{"type": "custom", "id": "x", "parentId": "x", "timestamp": "t"}])
-        with store.engine.connect() as conn:
+        with _connect(store) as conn:
             assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
             assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -2000
         assert [s.id for s in store.list_sessions()] == ["d703a1a9-1b7b-4fb1-b512-c9738b1fe617"]
@@ -261,7 +283,7 @@ def test_sessions_written_before_revision_0003_get_their_leaf_facts_on_upgrade(t
             )
     engine.dispose()
     with SessionStore(url) as store:
-        with store.engine.connect() as conn:
+        with _connect(store) as conn:
             row = conn.execute(text("SELECT leaf_seq, leaf_depth, leaf_ctx_depth, leaf_model_seq, leaf_run_start"
                                     " FROM sessionstore_sessions")).one()
         assert tuple(row) == (1, 1, 0, 0, 0)
@@ -468,8 +490,8 @@ def _seen(store: SessionStore, sid: str) -> tuple[list[Json], list[Json], bytes,
 def _run_raw(store: SessionStore, statements: list[str], sid: str) -> None:
     """Run ``statements`` in one transaction as a user at a raw prompt would: SQLite through the
     ``sqlite3`` module with the shell's defaults (foreign keys off), PostgreSQL through psycopg."""
-    if store.dialect == "sqlite":
-        conn = sqlite3.connect(str(store.engine.url.database), isolation_level=None)
+    if _dialect(store) == "sqlite":
+        conn = sqlite3.connect(str(make_url(store.url).database), isolation_level=None)
         try:
             assert conn.execute("PRAGMA foreign_keys").fetchone() == (0,)
             conn.execute("BEGIN")
@@ -483,14 +505,14 @@ def _run_raw(store: SessionStore, statements: list[str], sid: str) -> None:
         finally:
             conn.close()
         return
-    with store.engine.begin() as pg:
+    with _begin(store) as pg:
         for statement in statements:
             pg.execute(text(statement), {"sid": sid})
 
 
 def _refused(store: SessionStore, sid: str, attack: str) -> None:
     seen = _seen(store, sid)
-    refusal = "foreign key constraint" if (store.dialect, attack) in _REFUSED_BY_FOREIGN_KEY else "append-only"
+    refusal = "foreign key constraint" if (_dialect(store), attack) in _REFUSED_BY_FOREIGN_KEY else "append-only"
     with pytest.raises(Exception, match=refusal):
         _run_raw(store, _ATTACKS[attack][1], sid)
     assert _seen(store, sid) == seen
@@ -576,7 +598,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
     with SessionStore(store.url) as again:
         for sid, before in seen.items():
             now = _seen(again, sid)
-            if again.dialect == "postgresql" and revision == "0001":  # jsonb kept the objects, not the text
+            if _dialect(again) == "postgresql" and revision == "0001":  # jsonb kept the objects, not the text
                 assert now[:2] + now[3:] == before[:2] + before[3:]
                 assert [json.loads(line) for line in now[2].splitlines()] == [
                     json.loads(line) for line in before[2].splitlines()
@@ -584,7 +606,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
             else:
                 assert now == before
         _refused(again, tree, "mark deleting, delete a leaf, unmark")
-        if again.dialect == "sqlite":
+        if _dialect(again) == "sqlite":
             _refused(again, tree, "REPLACE INTO over an entry's id at a new seq")
         assert again.append_message(tree, user("after")) == again.path(tree)[-1]["id"]
         again.delete_session(tree)

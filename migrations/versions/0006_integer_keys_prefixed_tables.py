@@ -363,13 +363,16 @@ def _old_tables_ddl() -> list[str]:
 def _role_and_timestamp(dialect: str) -> tuple[str, str]:
     """SQL for 0005's ``role`` and ``timestamp`` columns of entry ``e``, as ``facts.entry_values`` made them."""
     if dialect == "postgresql":
+        # PostgreSQL's json operators refuse a value holding the escape \u0000 anywhere (a tool's binary
+        # output), so the two fields are read from a copy where it is U+FFFD (they hold none themselves).
+        p = "replace(e.payload::text, '\\u0000', '\\ufffd')::json"
         role = (
-            "CASE WHEN e.type = 'message' AND json_typeof(e.payload -> 'message') = 'object'"
-            " AND json_typeof(e.payload -> 'message' -> 'role') = 'string' THEN e.payload -> 'message' ->> 'role' END"
+            f"CASE WHEN e.type = 'message' AND json_typeof({p} -> 'message') = 'object'"
+            f" AND json_typeof({p} -> 'message' -> 'role') = 'string' THEN {p} -> 'message' ->> 'role' END"
         )
         timestamp = (
-            "CASE WHEN json_typeof(e.payload) = 'object' AND json_typeof(e.payload -> 'timestamp') = 'string'"
-            " THEN e.payload ->> 'timestamp' ELSE '' END"
+            f"CASE WHEN json_typeof({p}) = 'object' AND json_typeof({p} -> 'timestamp') = 'string'"
+            f" THEN {p} ->> 'timestamp' ELSE '' END"
         )
         return role, timestamp
     role = (

@@ -31,11 +31,14 @@ StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending",
 
 
 class Cost(WireModel):
-    input: float = 0
-    output: float = 0
-    cache_read: float = 0
-    cache_write: float = 0
-    total: float = 0
+    """Costs are JSON numbers, as in pi: an integral cost stays an int (written ``0``, as
+    ``JSON.stringify`` writes it, not ``0.0``)."""
+
+    input: int | float = 0
+    output: int | float = 0
+    cache_read: int | float = 0
+    cache_write: int | float = 0
+    total: int | float = 0
 
 
 class Usage(WireModel):

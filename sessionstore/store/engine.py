@@ -108,7 +108,10 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
     if database and database != ":memory:" and not database.startswith("file:"):
         create_private_file(Path(database).expanduser())
     try:
-        engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads)
+        # No rollback when a connection returns to the pool: every transaction on it ends with a commit
+        # or a rollback before it is given back (the backend's, and SQLAlchemy's own Connection).
+        engine = create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads,
+                               pool_reset_on_return=None)
     except NoSuchModuleError as exc:  # pragma: no cover - sqlite3 ships with CPython
         raise BackendUnavailableError(str(exc)) from exc
     except ArgumentError as exc:
