@@ -168,7 +168,7 @@ def synth_entries(
 
 def dump_line(value: Any) -> bytes:
     """A JSONL line as pi writes it (the library's writer: compact, JS number forms)."""
-    from sessionstore.wire.jsonl import dump_line as library_dump_line
+    from sessionstore.wire.codec import dump_line as library_dump_line
 
     return library_dump_line(value)
 

@@ -34,7 +34,7 @@ from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import iso_to_ms, now_iso
-from sessionstore.store.engine import Durability, json_loads
+from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import (
     UNSET,
     AppendView,
@@ -46,7 +46,8 @@ from sessionstore.store.entry_store import (
     new_header,
 )
 from sessionstore.validate import Diagnostic, validate_transcript
-from sessionstore.wire.jsonl import dump_line, format_validation_error, within_json_depth
+from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
+from sessionstore.wire.jsonl import format_validation_error
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset

@@ -283,7 +283,7 @@ def test_dump_line_agrees_with_the_text_scan_it_replaced_on_random_documents(see
 
     import orjson
 
-    from sessionstore.wire.jsonl import _to_js_numbers
+    from sessionstore.wire.codec import _to_js_numbers
 
     rnd = random.Random(seed)
     leaves: list[Any] = [-1e-7, 1e21, 1e16, 5e-324, -0.0, 123456789012345.0, 7, True, None, "", "q\"",

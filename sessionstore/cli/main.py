@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-import orjson
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -30,6 +29,7 @@ from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundE
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
 from sessionstore.store.entry_store import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
+from sessionstore.wire.codec import LineRefused, parse_line
 from sessionstore.wire.jsjson import js_dumpb
 from sessionstore.wire.jsonl import format_validation_error
 
@@ -603,17 +603,9 @@ def read_json_object(raw: bytes) -> dict[str, Any]:
     if not text.strip():
         fail("no input: expected a JSON object")
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # orjson refuses some valid JSON (integers beyond 64 bits, lone surrogate escapes, deep nesting)
-        import json
-
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            fail(f"invalid JSON input: {exc}")
-        except RecursionError:
-            fail("invalid JSON input: nested too deeply")
+        data = parse_line(raw)  # as pi's JSON.parse reads it (no NaN, no byte order mark, bounded nesting)
+    except LineRefused as exc:
+        fail(f"invalid JSON input: {exc}")
     if not isinstance(data, dict):
         fail(f"the JSON must be an object, got {_json_type(data)}")
     return data

@@ -10,19 +10,17 @@ loss may lose the last transactions, never corrupt the file). Transactions on SQ
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from platformdirs import user_data_dir
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from sessionstore.errors import BackendUnavailableError, InvalidInputError
-from sessionstore.wire.jsjson import escape_surrogates
+from sessionstore.wire.codec import json_dumps, json_loads
 
 Durability = Literal["full", "normal"]
 PAGE_SIZE = 8192
@@ -41,27 +39,6 @@ def default_db_path() -> Path:
 def default_url() -> str:
     """``$SESSIONSTORE_DB`` if set, else a SQLite file in the user's data directory."""
     return os.environ.get(ENV_URL) or f"sqlite:///{default_db_path()}"
-
-
-def json_dumps(value: Any) -> str:
-    """JSON text of a payload: orjson, or the standard library for what orjson refuses (lone surrogates
-    then escaped as ``JSON.stringify`` escapes them: raw, no database could store the text)."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return escape_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-
-
-def json_loads(value: str | bytes) -> Any:
-    try:
-        return orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return json.loads(value)
-
-
-def decode_payloads(texts: list[str]) -> list[Any]:
-    """Decode many JSON payloads."""
-    return [json_loads(text) for text in texts]
 
 
 def create_private_file(path: Path) -> None:

@@ -33,16 +33,15 @@ from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.engine import Durability, decode_payloads, default_url, json_loads, make_engine
+from sessionstore.store.engine import Durability, default_url, make_engine
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, facts_for
 from sessionstore.validate import Diagnostic
+from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
     SessionFileReader,
     SkippedLine,
-    dump_line,
     format_validation_error,
-    within_json_depth,
 )
 
 PROGRESS_EVERY = 2_000
