@@ -13,38 +13,42 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter
+from pydantic import Field, StrictBool, TypeAdapter
 
 from sessionstore.models.content import (
     AssistantContentBlock,
+    FrozenJson,
     ImageContent,
+    NotNull,
+    Number,
     TextContent,
+    TextContentBlock,
     ToolCall,
     UserContentBlock,
     WireModel,
 )
 from sessionstore.models.frozen import freeze_json, thaw
 
-FrozenJson = Annotated[Any, PlainValidator(lambda v: freeze_json(v, "details")), PlainSerializer(thaw)]
-
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
 
 
 class Cost(WireModel):
-    input: float = 0
-    output: float = 0
-    cache_read: float = 0
-    cache_write: float = 0
-    total: float = 0
+    input: Number = 0
+    output: Number = 0
+    cache_read: Number = 0
+    cache_write: Number = 0
+    total: Number = 0
 
 
 class Usage(WireModel):
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int | None = None
-    cost: Cost | None = None
+    """pi-ai's ``Usage``; a missing count reads as 0 (older pi wrote no ``totalTokens``)."""
+
+    input: Number = 0
+    output: Number = 0
+    cache_read: Number = 0
+    cache_write: Number = 0
+    total_tokens: NotNull[Number] = None
+    cost: NotNull[Cost] = None
 
 
 ZERO_USAGE: Mapping[str, Any] = {
@@ -60,7 +64,7 @@ ZERO_USAGE: Mapping[str, Any] = {
 class UserMessage(WireModel):
     role: Literal["user"] = "user"
     content: str | tuple[UserContentBlock, ...]
-    timestamp: int
+    timestamp: Number
 
 
 class AssistantMessage(WireModel):
@@ -69,11 +73,11 @@ class AssistantMessage(WireModel):
     api: str
     provider: str
     model: str
-    usage: Usage | None = None
+    usage: Usage
     stop_reason: str
-    error_message: str | None = None
-    response_id: str | None = None
-    timestamp: int
+    error_message: NotNull[str] = None
+    response_id: FrozenJson = None  # opaque, like every optional field pi 1.6 added (kept as extras)
+    timestamp: Number
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -86,51 +90,57 @@ class ToolResultMessage(WireModel):
     tool_name: str
     content: tuple[UserContentBlock, ...]
     details: FrozenJson = None
-    is_error: bool
-    timestamp: int
+    is_error: StrictBool
+    timestamp: Number
 
 
 class BashExecutionMessage(WireModel):
     role: Literal["bashExecution"] = "bashExecution"
     command: str
     output: str
-    exit_code: int | None = None
-    cancelled: bool = False
-    truncated: bool = False
-    full_output_path: str | None = None
-    exclude_from_context: bool | None = None
-    timestamp: int
+    exit_code: Number | None = None
+    cancelled: StrictBool
+    truncated: StrictBool
+    full_output_path: NotNull[str] = None
+    exclude_from_context: NotNull[StrictBool] = None
+    timestamp: Number
 
 
 class CustomMessage(WireModel):
     role: Literal["custom"] = "custom"
     custom_type: str
     content: str | tuple[UserContentBlock, ...]
-    display: bool
+    display: StrictBool
     details: FrozenJson = None
-    timestamp: int
+    timestamp: Number
 
 
 class BranchSummaryMessage(WireModel):
     role: Literal["branchSummary"] = "branchSummary"
     summary: str
-    from_id: str
-    timestamp: int
+    from_id: str | None
+    timestamp: Number
 
 
 class CompactionSummaryMessage(WireModel):
     role: Literal["compactionSummary"] = "compactionSummary"
     summary: str
-    tokens_before: int
-    timestamp: int
+    tokens_before: Number
+    timestamp: Number
 
 
 class ToolDefinition(WireModel):
-    """A tool a ``system`` message makes available (pi-ai's tool declaration; extras kept)."""
+    """A tool a ``system`` message makes available (pi-ai's ``Tool``; extras kept)."""
 
     name: str
-    description: str = ""
-    parameters: FrozenJson = None
+    description: str
+    parameters: FrozenJson
+
+
+class ToolReference(WireModel):
+    """A tool a ``system`` message removes (pi-ai's ``ToolReference``)."""
+
+    name: str
 
 
 class SystemMessage(WireModel):
@@ -138,11 +148,11 @@ class SystemMessage(WireModel):
     sections (``None`` removes a section) and the tools added or removed at this point."""
 
     role: Literal["system"] = "system"
-    content: str | tuple[TextContent, ...]
+    content: str | tuple[TextContentBlock, ...]
     sections: dict[str, str | None] | None = None
     tools_added: tuple[ToolDefinition, ...] | None = None
-    tools_removed: tuple[dict[str, Any], ...] | None = None
-    timestamp: int
+    tools_removed: tuple[ToolReference, ...] | None = None
+    timestamp: Number
 
 
 class UnknownMessage(WireModel):
