@@ -9,7 +9,7 @@ copy it, and return immutable values whose nested tool arguments cannot be mutat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -28,6 +28,15 @@ from sessionstore.models.content import (
     WireModel,
 )
 from sessionstore.models.frozen import freeze_json, thaw
+from sessionstore.models.wire import (
+    AgentMessageDict,
+    AssistantContentBlockDict,
+    TextContentDict,
+    ToolDict,
+    ToolResultContentBlockDict,
+    UsageDict,
+    UserContentBlockDict,
+)
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
 
@@ -214,7 +223,7 @@ def known_roles() -> frozenset[str]:
     return BUILTIN_ROLES | frozenset(_REGISTRY)
 
 
-def parse_agent_message(data: Mapping[str, Any]) -> WireModel:
+def parse_agent_message(data: AgentMessageDict | Mapping[str, Any]) -> WireModel:
     """Typed view of a wire message. Raises ``pydantic.ValidationError`` for a known role of bad shape."""
     role = data.get("role")
     if role in BUILTIN_ROLES:
@@ -233,7 +242,9 @@ def _snapshot(value: Any, path: str) -> Any:
     return freeze_json(value, path)
 
 
-def user_message(content: str | list[Any], *, timestamp: int | None = None) -> UserMessage:
+def user_message(
+    content: str | Sequence[UserContentBlockDict | Mapping[str, Any]], *, timestamp: int | None = None
+) -> UserMessage:
     """A user message; ``content`` is a string or a list of text/image blocks (copied)."""
     snap = _snapshot(content, "content")
     return UserMessage.model_validate(
@@ -242,10 +253,10 @@ def user_message(content: str | list[Any], *, timestamp: int | None = None) -> U
 
 
 def system_message(
-    content: str | list[Any],
+    content: str | Sequence[TextContentDict | Mapping[str, Any]],
     *,
     sections: Mapping[str, str | None] | None = None,
-    tools_added: list[Mapping[str, Any]] | None = None,
+    tools_added: Sequence[ToolDict | Mapping[str, Any]] | None = None,
     tools_removed: list[str] | None = None,
     timestamp: int | None = None,
 ) -> SystemMessage:
@@ -264,13 +275,13 @@ def system_message(
 
 
 def assistant_message(
-    content: list[Any],
+    content: Sequence[AssistantContentBlockDict | Mapping[str, Any]],
     *,
     api: str,
     provider: str,
     model: str,
     stop_reason: str = "stop",
-    usage: Mapping[str, Any] | None = None,
+    usage: UsageDict | Mapping[str, Any] | None = None,
     error_message: str | None = None,
     response_id: str | None = None,
     timestamp: int | None = None,
@@ -304,7 +315,7 @@ def tool_result_message(
     *,
     tool_call_id: str,
     tool_name: str,
-    content: str | list[Any],
+    content: str | Sequence[ToolResultContentBlockDict | Mapping[str, Any]],
     is_error: bool = False,
     details: Any = None,
     timestamp: int | None = None,
