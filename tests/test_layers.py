@@ -14,7 +14,7 @@ PACKAGE = ROOT / "sessionstore"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "models": {"errors"},
-    "validate": set(),
+    "validate": {"models"},
     "provider": {"errors"},
     "wire": {"errors", "models", "validate"},
     "store": {"errors", "models", "wire", "validate", "_migrations"},

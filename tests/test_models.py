@@ -101,8 +101,8 @@ def test_a_valid_message_survives_a_json_round_trip_and_validation() -> None:
 
 def test_unknown_fields_on_known_objects_are_kept() -> None:
     data = {"role": "assistant", "content": [{"type": "text", "text": "x", "textSignature": "sig", "future": 1}],
-            "api": "a", "provider": "p", "model": "m", "stopReason": "stop", "timestamp": 1, "responseId": "r",
-            "vendorField": {"keep": "me"}}
+            "api": "a", "provider": "p", "model": "m", "usage": {}, "stopReason": "stop", "timestamp": 1,
+            "responseId": "r", "vendorField": {"keep": "me"}}
     parsed = parse_agent_message(data)
     assert isinstance(parsed, AssistantMessage)
     assert parsed.to_wire() == data

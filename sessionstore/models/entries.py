@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
 
 from sessionstore.models.content import ImageContent, TextContent, WireModel
 from sessionstore.models.js import json_type
+from sessionstore.models.wire import SessionEntryDict
 
 ENTRY_TYPES = frozenset({
     "message",
@@ -161,7 +162,7 @@ SessionEntry = Annotated[
 ENTRY_ADAPTER: TypeAdapter[Any] = TypeAdapter(SessionEntry)
 
 
-def parse_entry(data: dict[str, Any]) -> Any:
+def parse_entry(data: SessionEntryDict | Mapping[str, Any]) -> Any:
     """Typed, validated view of a wire entry; raises ``pydantic.ValidationError`` on a bad shape."""
     return _ENTRY_VALIDATOR(data)
 
@@ -217,7 +218,7 @@ _MESSAGE_CONTENT: dict[str, tuple[type, ...]] = {
 }
 
 
-def entry_problems(entry: dict[str, Any]) -> list[str]:
+def entry_problems(entry: Mapping[str, Any]) -> list[str]:
     """What a file entry lacks of pi 1.6's shape for its type, one phrase each (``[]``: well formed).
 
     Never raises and never refuses: each problem is for a diagnostic; the entry is kept verbatim

@@ -9,23 +9,34 @@ copy it, and return immutable values whose nested tool arguments cannot be mutat
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter
+from pydantic import Field, StrictBool, TypeAdapter
 
 from sessionstore.models.content import (
     AssistantContentBlock,
+    FrozenJson,
     ImageContent,
+    NotNull,
+    Number,
     TextContent,
+    TextContentBlock,
     ToolCall,
     UserContentBlock,
     WireModel,
 )
 from sessionstore.models.frozen import freeze_json, thaw
-
-FrozenJson = Annotated[Any, PlainValidator(lambda v: freeze_json(v, "details")), PlainSerializer(thaw)]
+from sessionstore.models.wire import (
+    AgentMessageDict,
+    AssistantContentBlockDict,
+    TextContentDict,
+    ToolDict,
+    ToolResultContentBlockDict,
+    UsageDict,
+    UserContentBlockDict,
+)
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
 
@@ -34,20 +45,22 @@ class Cost(WireModel):
     """Costs are JSON numbers, as in pi: an integral cost stays an int (written ``0``, as
     ``JSON.stringify`` writes it, not ``0.0``)."""
 
-    input: int | float = 0
-    output: int | float = 0
-    cache_read: int | float = 0
-    cache_write: int | float = 0
-    total: int | float = 0
+    input: Number = 0
+    output: Number = 0
+    cache_read: Number = 0
+    cache_write: Number = 0
+    total: Number = 0
 
 
 class Usage(WireModel):
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int | None = None
-    cost: Cost | None = None
+    """pi-ai's ``Usage``; a missing count reads as 0 (older pi wrote no ``totalTokens``)."""
+
+    input: Number = 0
+    output: Number = 0
+    cache_read: Number = 0
+    cache_write: Number = 0
+    total_tokens: NotNull[Number] = None
+    cost: NotNull[Cost] = None
 
 
 ZERO_USAGE: Mapping[str, Any] = {
@@ -63,7 +76,7 @@ ZERO_USAGE: Mapping[str, Any] = {
 class UserMessage(WireModel):
     role: Literal["user"] = "user"
     content: str | tuple[UserContentBlock, ...]
-    timestamp: int
+    timestamp: Number
 
 
 class AssistantMessage(WireModel):
@@ -72,11 +85,11 @@ class AssistantMessage(WireModel):
     api: str
     provider: str
     model: str
-    usage: Usage | None = None
+    usage: Usage
     stop_reason: str
-    error_message: str | None = None
-    response_id: str | None = None
-    timestamp: int
+    error_message: NotNull[str] = None
+    response_id: FrozenJson = None  # opaque, like every optional field pi 1.6 added (kept as extras)
+    timestamp: Number
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -89,51 +102,57 @@ class ToolResultMessage(WireModel):
     tool_name: str
     content: tuple[UserContentBlock, ...]
     details: FrozenJson = None
-    is_error: bool
-    timestamp: int
+    is_error: StrictBool
+    timestamp: Number
 
 
 class BashExecutionMessage(WireModel):
     role: Literal["bashExecution"] = "bashExecution"
     command: str
     output: str
-    exit_code: int | None = None
-    cancelled: bool = False
-    truncated: bool = False
-    full_output_path: str | None = None
-    exclude_from_context: bool | None = None
-    timestamp: int
+    exit_code: Number | None = None
+    cancelled: StrictBool
+    truncated: StrictBool
+    full_output_path: NotNull[str] = None
+    exclude_from_context: NotNull[StrictBool] = None
+    timestamp: Number
 
 
 class CustomMessage(WireModel):
     role: Literal["custom"] = "custom"
     custom_type: str
     content: str | tuple[UserContentBlock, ...]
-    display: bool
+    display: StrictBool
     details: FrozenJson = None
-    timestamp: int
+    timestamp: Number
 
 
 class BranchSummaryMessage(WireModel):
     role: Literal["branchSummary"] = "branchSummary"
     summary: str
-    from_id: str
-    timestamp: int
+    from_id: str | None
+    timestamp: Number
 
 
 class CompactionSummaryMessage(WireModel):
     role: Literal["compactionSummary"] = "compactionSummary"
     summary: str
-    tokens_before: int
-    timestamp: int
+    tokens_before: Number
+    timestamp: Number
 
 
 class ToolDefinition(WireModel):
-    """A tool a ``system`` message makes available (pi-ai's tool declaration; extras kept)."""
+    """A tool a ``system`` message makes available (pi-ai's ``Tool``; extras kept)."""
 
     name: str
-    description: str = ""
-    parameters: FrozenJson = None
+    description: str
+    parameters: FrozenJson
+
+
+class ToolReference(WireModel):
+    """A tool a ``system`` message removes (pi-ai's ``ToolReference``)."""
+
+    name: str
 
 
 class SystemMessage(WireModel):
@@ -141,11 +160,11 @@ class SystemMessage(WireModel):
     sections (``None`` removes a section) and the tools added or removed at this point."""
 
     role: Literal["system"] = "system"
-    content: str | tuple[TextContent, ...]
+    content: str | tuple[TextContentBlock, ...]
     sections: dict[str, str | None] | None = None
     tools_added: tuple[ToolDefinition, ...] | None = None
-    tools_removed: tuple[dict[str, Any], ...] | None = None
-    timestamp: int
+    tools_removed: tuple[ToolReference, ...] | None = None
+    timestamp: Number
 
 
 class UnknownMessage(WireModel):
@@ -207,7 +226,7 @@ def known_roles() -> frozenset[str]:
     return BUILTIN_ROLES | frozenset(_REGISTRY)
 
 
-def parse_agent_message(data: Mapping[str, Any]) -> WireModel:
+def parse_agent_message(data: AgentMessageDict | Mapping[str, Any]) -> WireModel:
     """Typed view of a wire message. Raises ``pydantic.ValidationError`` for a known role of bad shape."""
     role = data.get("role")
     if role in BUILTIN_ROLES:
@@ -226,7 +245,9 @@ def _snapshot(value: Any, path: str) -> Any:
     return freeze_json(value, path)
 
 
-def user_message(content: str | list[Any], *, timestamp: int | None = None) -> UserMessage:
+def user_message(
+    content: str | Sequence[UserContentBlockDict | Mapping[str, Any]], *, timestamp: int | None = None
+) -> UserMessage:
     """A user message; ``content`` is a string or a list of text/image blocks (copied)."""
     snap = _snapshot(content, "content")
     return UserMessage.model_validate(
@@ -235,10 +256,10 @@ def user_message(content: str | list[Any], *, timestamp: int | None = None) -> U
 
 
 def system_message(
-    content: str | list[Any],
+    content: str | Sequence[TextContentDict | Mapping[str, Any]],
     *,
     sections: Mapping[str, str | None] | None = None,
-    tools_added: list[Mapping[str, Any]] | None = None,
+    tools_added: Sequence[ToolDict | Mapping[str, Any]] | None = None,
     tools_removed: list[str] | None = None,
     timestamp: int | None = None,
 ) -> SystemMessage:
@@ -257,13 +278,13 @@ def system_message(
 
 
 def assistant_message(
-    content: list[Any],
+    content: Sequence[AssistantContentBlockDict | Mapping[str, Any]],
     *,
     api: str,
     provider: str,
     model: str,
     stop_reason: str = "stop",
-    usage: Mapping[str, Any] | None = None,
+    usage: UsageDict | Mapping[str, Any] | None = None,
     error_message: str | None = None,
     response_id: str | None = None,
     timestamp: int | None = None,
@@ -297,7 +318,7 @@ def tool_result_message(
     *,
     tool_call_id: str,
     tool_name: str,
-    content: str | list[Any],
+    content: str | Sequence[ToolResultContentBlockDict | Mapping[str, Any]],
     is_error: bool = False,
     details: Any = None,
     timestamp: int | None = None,

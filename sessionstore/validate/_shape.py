@@ -1,16 +1,23 @@
-"""Shape rules: does each message have pi's wire shape (SPEC 1, 2)?
+"""Shape rules: does each message have pi 1.6's wire shape (SPEC 1, 2, 12.2)?
 
-Only the fields a role requires are checked; everything else (usage, timestamps, signatures,
-``partialJson``, ``details``, unknown fields) is opaque data and never reported. The scan also
-records every tool call and tool result whose id could be read, for the linkage pass.
+The rules are the TypedDicts of :mod:`sessionstore.models.wire`, read as data
+(:data:`~sessionstore.models.wire_shape.MESSAGE_FIELDS`): every key a role's TypedDict declares
+must be present when required and hold its JSON type when present; the pydantic models follow the
+same declarations, so a message is reported here exactly when ``parse_agent_message`` refuses it
+(``tests/test_message_shape_agreement.py``). Opaque keys (signatures, ``responseId``, pi 1.6's
+optional provider fields), ``details``, ``partialJson`` and unknown keys are never reported. The
+scan also records every tool call and tool result whose id could be read, for the linkage pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sessionstore.models.wire import ContentBlockDict
+from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind, kind_of
 from sessionstore.validate._finding import Finding
 from sessionstore.validate._json_object import find_json_object_problem
 from sessionstore.validate._linkage import ToolCallRecord, ToolResultRecord
@@ -23,10 +30,13 @@ from sessionstore.validate._read import (
     as_mapping,
     exact_str,
     is_bool,
+    is_mapping,
+    is_sequence,
     quote,
     read_field,
     read_sequence,
     type_name,
+    unreadable,
 )
 from sessionstore.validate.codes import ShapeCode
 
@@ -34,11 +44,10 @@ BUILTIN_ROLES: Final = frozenset(
     {"system", "user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
 )
 """Roles with built-in shape rules: pi 1.6's four provider roles and its coding-agent app roles."""
+assert frozenset(MESSAGE_FIELDS) == BUILTIN_ROLES
 
-_BLOCK_TYPES: Final = frozenset({"text", "thinking", "image", "toolCall"})
-_MEDIA_BLOCKS: Final = ("image", "text")
-_TEXT_BLOCKS: Final = ("text",)
-_ASSISTANT_BLOCKS: Final = ("text", "thinking", "toolCall")
+_BLOCK_TYPES: Final = frozenset(kind_of(list[ContentBlockDict]).variants)
+_TOOL_CALL_KEYS: Final = frozenset({"type", "id", "name", "arguments"})
 
 _Fields = Mapping[Any, Any]
 
@@ -89,9 +98,9 @@ def _scan_message(scan: ShapeScan, index: int, raw: object) -> None:
     role = _read_str(scan, index, path, fields, "role", "INVALID_MESSAGE")
     if role is None:
         return
-    rule = _ROLE_RULES.get(role)
+    rule = MESSAGE_FIELDS.get(role)
     if rule is not None:
-        rule(scan, index, path, fields)
+        _check_message(scan, index, path, fields, role, rule)
     elif role not in scan.known_roles:
         scan.report(
             index,
@@ -127,48 +136,182 @@ def _read_str(
     return text
 
 
-def _read_bool(scan: ShapeScan, index: int, path: str, fields: _Fields, key: str, code: ShapeCode) -> bool:
-    """Whether ``fields[key]`` is a bool (problems reported)."""
-    value = read_field(fields, key)
-    if not _present(scan, index, f"{path}.{key}", value, code):
-        return False
-    if not is_bool(value):
-        scan.report(index, code, f"{path}.{key}: expected a boolean, got {type_name(value)}")
-        return False
-    return True
+def _json_type(value: object) -> str | Unreadable | None:
+    """The JSON type of ``value`` (``None``: not JSON, e.g. NaN or a set), read by its real type."""
+    if value is None:
+        return "null"
+    if is_bool(value):
+        return "boolean"
+    if exact_str(value) is not None:
+        return "string"
+    try:
+        kind = type(value)
+        if issubclass(kind, int):
+            return "number"
+        if issubclass(kind, float):
+            return "number" if math.isfinite(float.__float__(value)) else None  # type: ignore[arg-type]
+    except Exception as exc:
+        return unreadable(exc)
+    mapping = is_mapping(value)
+    if type(mapping) is Unreadable:
+        return mapping
+    if mapping or (type(value) is not list and type(value) is not tuple and _has_model_dump(value)):
+        return "object"
+    sequence = is_sequence(value)
+    if type(sequence) is Unreadable:
+        return sequence
+    return "array" if sequence else None
 
 
-def _check_content(
+def _has_model_dump(value: object) -> bool:
+    try:
+        return getattr(type(value), "model_dump", None) is not None
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------
+# The rules: a value against the kind its TypedDict declares.
+
+
+def _check_fields(
     scan: ShapeScan,
     index: int,
     path: str,
     fields: _Fields,
-    *,
-    blocks: tuple[str, ...],
-    text_allowed: bool,
+    declared: tuple[WireField, ...],
     code: ShapeCode,
-    owner: str,
+    *,
+    skip: frozenset[str] = frozenset(),
 ) -> bool:
-    """Check ``content``: a string (when allowed) or a list of blocks of the ``blocks`` types."""
+    """Check every declared, non-opaque key of ``fields`` (those in ``skip`` are checked elsewhere)."""
+    ok = True
+    for wire_field in declared:
+        if not wire_field.opaque and wire_field.key not in skip:
+            ok = _check_field(scan, index, path, fields, wire_field, code)[0] and ok
+    return ok
+
+
+def _check_field(
+    scan: ShapeScan, index: int, path: str, fields: _Fields, wire_field: WireField, code: ShapeCode
+) -> tuple[bool, object]:
+    """Whether ``fields[key]`` has its declared shape, and the value read (once)."""
+    field_path = f"{path}.{wire_field.key}"
+    value = read_field(fields, wire_field.key)
+    if value is MISSING and not wire_field.required:
+        return True, value
+    if not _present(scan, index, field_path, value, code):
+        return False, value
+    return _check_value(scan, index, field_path, value, wire_field.kind, code), value
+
+
+def _check_value(scan: ShapeScan, index: int, path: str, value: object, kind: WireKind, code: ShapeCode) -> bool:
+    if not kind.types:
+        return True
+    found = _json_type(value)
+    if type(found) is Unreadable:
+        scan.report(index, "UNREADABLE_VALUE", f"{path}: {found.explain()}")
+        return False
+    if found not in kind.types:
+        scan.report(index, code, f"{path}: expected {kind.describe()}, got {type_name(value)}")
+        return False
+    if found == "string" and kind.literals and exact_str(value) not in kind.literals:
+        allowed = ", ".join(quote(v) for v in sorted(kind.literals))
+        scan.report(index, code, f"{path}: expected one of {allowed}, got {quote(exact_str(value) or '')}")
+        return False
+    if found == "object" and (kind.fields or kind.values is not None):
+        return _check_object(scan, index, path, value, kind, code)
+    if found == "array" and (kind.items is not None or kind.variants):
+        read = read_sequence(value)
+        if type(read) is Unreadable:
+            scan.report(index, "UNREADABLE_VALUE", f"{path}: {read.explain()}")
+            return False
+        if read is None:  # pragma: no cover - _json_type said it is a sequence
+            return False
+        if kind.variants:
+            return _check_blocks(scan, index, path, read, kind.variants, path.rsplit(".", 1)[0])
+        assert kind.items is not None
+        ok = True
+        for item_index, item in enumerate(read.items):
+            ok = _check_value(scan, index, f"{path}[{item_index}]", item, kind.items, code) and ok
+        if read.failure is not None:
+            scan.report(index, "UNREADABLE_VALUE", f"{path}[{len(read.items)}]: {read.failure.explain()}")
+            ok = False
+        return ok
+    return True
+
+
+def _check_object(scan: ShapeScan, index: int, path: str, value: object, kind: WireKind, code: ShapeCode) -> bool:
+    mapping = as_mapping(value)
+    if type(mapping) is Unreadable:
+        scan.report(index, "UNREADABLE_VALUE", f"{path}: {mapping.explain()}")
+        return False
+    if type(mapping) is NotAMapping:
+        scan.report(index, code, f"{path}: expected an object, got {mapping.got}")
+        return False
+    ok = _check_fields(scan, index, path, mapping, kind.fields, code) if kind.fields else True
+    if kind.values is not None:
+        try:
+            items = list(mapping.items())
+        except Exception as exc:
+            scan.report(index, "UNREADABLE_VALUE", f"{path}: {unreadable(exc).explain()}")
+            return False
+        for name, item in items:
+            item_path = f"{path}[{quote(exact_str(name) or type_name(name))}]"
+            ok = _check_value(scan, index, item_path, item, kind.values, code) and ok
+    return ok
+
+
+def _check_message(
+    scan: ShapeScan, index: int, path: str, fields: _Fields, role: str, declared: tuple[WireField, ...]
+) -> None:
+    """Check every declared key in declaration order; a toolResult is also recorded for linkage."""
+    code: ShapeCode = "INVALID_TOOL_RESULT" if role == "toolResult" else "INVALID_MESSAGE"
+    checked: dict[str, tuple[bool, object]] = {}
+    for wire_field in declared:
+        if wire_field.key == "role" or wire_field.opaque:
+            continue
+        if wire_field.key == "content":
+            checked["content"] = (_check_content(scan, index, path, fields, wire_field.kind, code, role), None)
+        else:
+            checked[wire_field.key] = _check_field(scan, index, path, fields, wire_field, code)
+    if role == "toolResult":
+        call_ok, call_id = checked["toolCallId"]
+        name_ok, tool_name = checked["toolName"]
+        call_id_text = exact_str(call_id) if call_ok else None
+        if call_id_text is not None:
+            well_formed = name_ok and checked["content"][0] and checked["isError"][0]
+            name = exact_str(tool_name) if name_ok else None
+            scan.results.append(ToolResultRecord(index, call_id_text, name, well_formed))
+
+
+def _check_content(
+    scan: ShapeScan, index: int, path: str, fields: _Fields, kind: WireKind, code: ShapeCode, owner: str
+) -> bool:
+    """Check ``content``: a string (when allowed) or a list of blocks of the allowed types."""
     content_path = f"{path}.content"
     value = read_field(fields, "content")
     if not _present(scan, index, content_path, value, code):
         return False
-    if text_allowed and exact_str(value) is not None:
+    if "string" in kind.types and exact_str(value) is not None:
         return True
     read = read_sequence(value)
     if type(read) is Unreadable:
         scan.report(index, "UNREADABLE_VALUE", f"{content_path}: {read.explain()}")
         return False
     if read is None:
-        expected = "a string or a list of content blocks" if text_allowed else "a list of content blocks"
-        scan.report(index, code, f"{content_path}: expected {expected}, got {type_name(value)}")
+        scan.report(index, code, f"{content_path}: expected {kind.describe()}, got {type_name(value)}")
         return False
-    return _check_blocks(scan, index, content_path, read, blocks, owner)
+    return _check_blocks(scan, index, content_path, read, kind.variants, owner)
 
 
 def _check_blocks(
-    scan: ShapeScan, index: int, path: str, read: SequenceRead, allowed: tuple[str, ...], owner: str
+    scan: ShapeScan,
+    index: int,
+    path: str,
+    read: SequenceRead,
+    allowed: Mapping[str, tuple[WireField, ...]],
+    owner: str,
 ) -> bool:
     ok = True
     for block_index, raw in enumerate(read.items):
@@ -185,7 +328,7 @@ def _check_block(
     content_path: str,
     block_index: int,
     raw: object,
-    allowed: tuple[str, ...],
+    allowed: Mapping[str, tuple[WireField, ...]],
     owner: str,
 ) -> bool:
     path = f"{content_path}[{block_index}]"
@@ -201,23 +344,20 @@ def _check_block(
     kind = _read_str(scan, index, path, fields, "type", "INVALID_CONTENT_BLOCK")
     if kind is None:
         return False
-    if kind not in allowed:
+    declared = allowed.get(kind)
+    if declared is None:
         what = f"is not allowed in {owner} content" if kind in _BLOCK_TYPES else "is not a content block type"
         scan.report(
             index,
             "INVALID_CONTENT_BLOCK",
-            f"{path}.type: {quote(kind)} {what} (allowed: {', '.join(allowed)})",
+            f"{path}.type: {quote(kind)} {what} (allowed: {', '.join(sorted(allowed))})",
         )
         if kind == "toolCall":
             _remember_misplaced_call(scan, index, block_index, fields)
         return False
     if kind == "toolCall":
-        return _check_tool_call(scan, index, path, block_index, fields)
-    if kind == "image":
-        data = _read_str(scan, index, path, fields, "data", "INVALID_CONTENT_BLOCK")
-        mime_type = _read_str(scan, index, path, fields, "mimeType", "INVALID_CONTENT_BLOCK")
-        return data is not None and mime_type is not None
-    return _read_str(scan, index, path, fields, kind, "INVALID_CONTENT_BLOCK") is not None  # text, thinking
+        return _check_tool_call(scan, index, path, block_index, fields, declared)
+    return _check_fields(scan, index, path, fields, declared, "INVALID_CONTENT_BLOCK", skip=frozenset({"type"}))
 
 
 def _remember_misplaced_call(scan: ShapeScan, index: int, block_index: int, fields: _Fields) -> None:
@@ -227,7 +367,9 @@ def _remember_misplaced_call(scan: ShapeScan, index: int, block_index: int, fiel
         scan.calls.append(ToolCallRecord(index, block_index, call_id, None, well_formed=False))
 
 
-def _check_tool_call(scan: ShapeScan, index: int, path: str, block_index: int, fields: _Fields) -> bool:
+def _check_tool_call(
+    scan: ShapeScan, index: int, path: str, block_index: int, fields: _Fields, declared: tuple[WireField, ...]
+) -> bool:
     call_id = _read_str(scan, index, path, fields, "id", "INVALID_TOOL_CALL")
     ok = bool(call_id)
     if call_id == "":
@@ -244,133 +386,7 @@ def _check_tool_call(scan: ShapeScan, index: int, path: str, block_index: int, f
             code: ShapeCode = "UNREADABLE_VALUE" if problem.unreadable else "TOOL_ARGUMENTS_NOT_OBJECT"
             scan.report(index, code, f"{render(arguments_path, problem.node)}: {problem.reason}")
             ok = False
+    ok = _check_fields(scan, index, path, fields, declared, "INVALID_TOOL_CALL", skip=_TOOL_CALL_KEYS) and ok
     if call_id is not None:
         scan.calls.append(ToolCallRecord(index, block_index, call_id, name, well_formed=ok))
     return ok
-
-
-# ---------------------------------------------------------------------------------------------------
-# Role rules.
-
-
-def _system(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _check_content(
-        scan,
-        index,
-        path,
-        fields,
-        blocks=_TEXT_BLOCKS,
-        text_allowed=True,
-        code="INVALID_MESSAGE",
-        owner="system",
-    )
-    sections = read_field(fields, "sections")
-    if sections is not MISSING and sections is not None:
-        mapping = as_mapping(sections)
-        if type(mapping) is Unreadable:
-            scan.report(index, "UNREADABLE_VALUE", f"{path}.sections: {mapping.explain()}")
-        elif type(mapping) is NotAMapping:
-            scan.report(index, "INVALID_MESSAGE", f"{path}.sections: expected an object, got {mapping.got}")
-        else:
-            for name, text in list(mapping.items()):
-                if text is not None and exact_str(text) is None:
-                    scan.report(index, "INVALID_MESSAGE", f"{path}.sections[{quote(str(name))}]: expected a"
-                                f" string or null, got {type_name(text)}")
-    for key in ("toolsAdded", "toolsRemoved"):
-        tools = read_field(fields, key)
-        if tools is MISSING or tools is None:
-            continue
-        read = read_sequence(tools)
-        if type(read) is Unreadable:
-            scan.report(index, "UNREADABLE_VALUE", f"{path}.{key}: {read.explain()}")
-            continue
-        if read is None:
-            scan.report(index, "INVALID_MESSAGE", f"{path}.{key}: expected a list of tools, got {type_name(tools)}")
-            continue
-        for tool_index, tool in enumerate(read.items):
-            tool_fields = as_mapping(tool)
-            if type(tool_fields) is Unreadable or type(tool_fields) is NotAMapping:
-                scan.report(index, "INVALID_MESSAGE", f"{path}.{key}[{tool_index}]: expected a tool object")
-                continue
-            _read_str(scan, index, f"{path}.{key}[{tool_index}]", tool_fields, "name", "INVALID_MESSAGE")
-
-
-def _user(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _check_content(
-        scan,
-        index,
-        path,
-        fields,
-        blocks=_MEDIA_BLOCKS,
-        text_allowed=True,
-        code="INVALID_MESSAGE",
-        owner="user",
-    )
-
-
-def _assistant(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _check_content(
-        scan,
-        index,
-        path,
-        fields,
-        blocks=_ASSISTANT_BLOCKS,
-        text_allowed=False,
-        code="INVALID_MESSAGE",
-        owner="assistant",
-    )
-
-
-def _tool_result(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    call_id = _read_str(scan, index, path, fields, "toolCallId", "INVALID_TOOL_RESULT")
-    tool_name = _read_str(scan, index, path, fields, "toolName", "INVALID_TOOL_RESULT")
-    content_ok = _check_content(
-        scan,
-        index,
-        path,
-        fields,
-        blocks=_MEDIA_BLOCKS,
-        text_allowed=False,
-        code="INVALID_TOOL_RESULT",
-        owner="toolResult",
-    )
-    is_error_ok = _read_bool(scan, index, path, fields, "isError", "INVALID_TOOL_RESULT")
-    if call_id is not None:
-        well_formed = tool_name is not None and content_ok and is_error_ok
-        scan.results.append(ToolResultRecord(index, call_id, tool_name, well_formed))
-
-
-def _bash_execution(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _read_str(scan, index, path, fields, "command", "INVALID_MESSAGE")
-    _read_str(scan, index, path, fields, "output", "INVALID_MESSAGE")
-
-
-def _custom(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _read_str(scan, index, path, fields, "customType", "INVALID_MESSAGE")
-    _check_content(
-        scan,
-        index,
-        path,
-        fields,
-        blocks=_MEDIA_BLOCKS,
-        text_allowed=True,
-        code="INVALID_MESSAGE",
-        owner="custom",
-    )
-
-
-def _summary(scan: ShapeScan, index: int, path: str, fields: _Fields) -> None:
-    _read_str(scan, index, path, fields, "summary", "INVALID_MESSAGE")
-
-
-_ROLE_RULES: Final[dict[str, Callable[[ShapeScan, int, str, _Fields], None]]] = {
-    "system": _system,
-    "user": _user,
-    "assistant": _assistant,
-    "toolResult": _tool_result,
-    "bashExecution": _bash_execution,
-    "custom": _custom,
-    "branchSummary": _summary,
-    "compactionSummary": _summary,
-}
-assert frozenset(_ROLE_RULES) == BUILTIN_ROLES

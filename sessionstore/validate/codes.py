@@ -71,15 +71,15 @@ _SHAPE_DOCS: Final[dict[ShapeCode, str]] = {
     "MESSAGE_NOT_A_MAPPING": "A message is not a mapping (nor an object with model_dump()).",
     "UNKNOWN_ROLE": "A message role is neither built in nor registered by the application; "
     "the message is not checked further.",
-    "INVALID_MESSAGE": "A required message field (role, content, summary, ...) is missing or has the "
-    "wrong type.",
-    "INVALID_CONTENT_BLOCK": "A content block is not a mapping, has an unknown or misplaced type, or "
-    "lacks its text/thinking/data/mimeType string.",
+    "INVALID_MESSAGE": "A message lacks a field pi 1.6's type requires for its role (role, content, timestamp, "
+    "...) or holds a known field of the wrong JSON type.",
+    "INVALID_CONTENT_BLOCK": "A content block is not a mapping, has an unknown or misplaced type, lacks its "
+    "text/thinking/data/mimeType string, or holds a known field of the wrong type.",
     "INVALID_TOOL_CALL": "A toolCall block lacks a non-empty string id, a string name, or arguments.",
     "TOOL_ARGUMENTS_NOT_OBJECT": "Tool-call arguments are not a JSON object: not a mapping with string "
     "keys, or holding a non-JSON value (NaN, set, bytes, a cycle, ...).",
-    "INVALID_TOOL_RESULT": "A toolResult lacks a string toolCallId or toolName, a content list, or a "
-    "boolean isError.",
+    "INVALID_TOOL_RESULT": "A toolResult lacks a string toolCallId or toolName, a content list, a boolean isError or a"
+    " numeric timestamp, or holds a known field of the wrong type.",
     "UNREADABLE_VALUE": "Reading a value raised (attribute, item, length or iteration access); "
     "the value could not be checked.",
     "VALIDATION_INTERNAL_ERROR": "The validator failed unexpectedly; diagnostics before this one "

@@ -17,7 +17,8 @@ def call(call_id: str, name: str = "read", arguments: Any = None) -> dict[str, A
 
 
 def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "assistant", "content": list(blocks), "stopReason": "toolUse", "timestamp": 2}
+    return {"role": "assistant", "content": list(blocks), "api": "a", "provider": "p", "model": "m", "usage": {},
+            "stopReason": "toolUse", "timestamp": 2}
 
 
 def result(call_id: str, name: str = "read", **extra: Any) -> dict[str, Any]:
@@ -48,7 +49,7 @@ class TestValidRounds:
         transcript = [
             assistant(call("a")),
             user("interjection"),
-            {"role": "custom", "customType": "n", "content": ""},
+            {"role": "custom", "customType": "n", "content": "", "display": False, "timestamp": 4},
             result("a"),
         ]
         assert validate_transcript(transcript) == ()
@@ -156,7 +157,7 @@ class TestNoCascades:
         assert findings(validate_transcript([broken])) == [("INVALID_TOOL_RESULT", 0)]
 
     def test_a_tool_call_misplaced_in_user_content_is_remembered(self) -> None:
-        misplaced = {"role": "user", "content": [call("c1")]}
+        misplaced = {"role": "user", "content": [call("c1")], "timestamp": 1}
         assert findings(validate_transcript([misplaced, result("c1")])) == [("INVALID_CONTENT_BLOCK", 0)]
 
     def test_a_duplicated_call_id_produces_no_ambiguous_linkage_diagnostics(self) -> None:
@@ -191,7 +192,7 @@ class TestOrderAndEntryIds:
         transcript = [
             result("orphan"),  # linkage at 0
             assistant(call("c1")),  # linkage (missing) at 1
-            {"role": "user"},  # shape at 2
+            {"role": "user", "timestamp": 1},  # shape at 2
             result("c2", "read", isError=None),  # shape at 3
             assistant(call("c3", arguments=[1])),  # shape at 4
             result("c1", "other"),  # linkage at 5
@@ -208,7 +209,7 @@ class TestOrderAndEntryIds:
         assert shape == sorted(shape, reverse=True)
 
     def test_every_diagnostic_names_the_entry_its_message_came_from(self) -> None:
-        transcript = [result("orphan"), assistant(call("c1")), {"role": "user"}]
+        transcript = [result("orphan"), assistant(call("c1")), {"role": "user", "timestamp": 1}]
         diagnostics = validate_transcript(transcript, entry_ids=["e0", "e1", "e2"])
         assert [(d.code, d.entry_id) for d in diagnostics] == [
             ("INVALID_MESSAGE", "e2"),

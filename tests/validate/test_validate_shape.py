@@ -56,6 +56,26 @@ def result(call_id: str = "call-1", name: str = "read", **extra: Any) -> dict[st
     }
 
 
+REQUIRED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "user": {"content": "", "timestamp": 1},
+    "assistant": {"content": [], "api": "a", "provider": "p", "model": "m", "usage": USAGE, "stopReason": "stop",
+                  "timestamp": 1},
+    "toolResult": {"timestamp": 1},
+    "bashExecution": {"command": "ls", "output": "", "cancelled": False, "truncated": False, "timestamp": 1},
+    "custom": {"customType": "n", "content": "", "display": False, "timestamp": 1},
+    "branchSummary": {"summary": "s", "fromId": "a", "timestamp": 1},
+    "compactionSummary": {"summary": "s", "tokensBefore": 1, "timestamp": 1},
+}
+
+
+def complete(message: dict[str, Any], expected: str = "") -> dict[str, Any]:
+    """``message`` with the required keys it lacks filled in, except the key ``expected`` names."""
+    named = expected.split(":", 1)[0].removeprefix("messages[0].")
+    role = message.get("role")
+    defaults = REQUIRED_DEFAULTS.get(role, {}) if isinstance(role, str) else {}
+    return {**{k: v for k, v in defaults.items() if k != named}, **message}
+
+
 def findings(diagnostics: tuple[Diagnostic, ...]) -> list[tuple[str, int | None]]:
     return [(d.code, d.message_index) for d in diagnostics]
 
@@ -73,6 +93,7 @@ EVERY_ROLE: list[dict[str, Any]] = [
             {"type": "text", "text": "and"},
             {"type": "image", "data": "iVBO", "mimeType": "image/png"},
         ],
+        "timestamp": 1_748_568_000_001,
     },
     assistant(
         {"type": "thinking", "thinking": "hmm", "thinkingSignature": "opaque", "redacted": False},
@@ -89,6 +110,7 @@ EVERY_ROLE: list[dict[str, Any]] = [
         "exitCode": None,
         "cancelled": False,
         "truncated": False,
+        "timestamp": 1,
     },
     {
         "role": "bashExecution",
@@ -98,8 +120,9 @@ EVERY_ROLE: list[dict[str, Any]] = [
         "truncated": True,
         "timestamp": 1,
     },
-    {"role": "custom", "customType": "note", "content": "remember", "display": False},
-    {"role": "custom", "customType": "note", "content": [{"type": "text", "text": "x"}], "display": True},
+    {"role": "custom", "customType": "note", "content": "remember", "display": False, "timestamp": 1},
+    {"role": "custom", "customType": "note", "content": [{"type": "text", "text": "x"}], "display": True,
+     "timestamp": 1},
     {"role": "branchSummary", "summary": "we tried X", "fromId": "abcd1234", "timestamp": 1},
     {"role": "compactionSummary", "summary": "so far", "tokensBefore": 175004, "timestamp": 1},
 ]
@@ -119,15 +142,20 @@ class TestValidTranscripts:
         assert [m["role"] for m in restored] == [m["role"] for m in EVERY_ROLE]
 
     def test_fields_pi_leaves_optional_are_not_required(self) -> None:
+        bare_assistant = {key: value for key, value in assistant(call()).items() if key != "responseId"}
+        bare_result = {key: value for key, value in result().items() if key != "details"}
+        bash = {"role": "bashExecution", "command": "ls", "output": "", "cancelled": False, "truncated": False,
+                "timestamp": 1}
+        assert validate_transcript([bare_assistant, bare_result, bash]) == ()
+
+    def test_fields_pi_requires_are_required_timestamps_included(self) -> None:
         bare_assistant = {"role": "assistant", "content": [call()]}
-        bare_result = {
-            "role": "toolResult",
-            "toolCallId": "call-1",
-            "toolName": "read",
-            "content": [],
-            "isError": True,
-        }
-        assert validate_transcript([bare_assistant, bare_result]) == ()
+        bare_result = {"role": "toolResult", "toolCallId": "call-1", "toolName": "read", "content": [],
+                       "isError": True}
+        assert [d.message for d in validate_transcript([bare_assistant, bare_result])] == [
+            f"messages[0].{key}: required field is missing"
+            for key in ("api", "provider", "model", "usage", "stopReason", "timestamp")
+        ] + ["messages[1].timestamp: required field is missing"]
 
     def test_the_partial_json_field_of_real_files_is_tolerated(self) -> None:
         transcript = [assistant(call(partialJson='{"path": "auth')), result()]
@@ -138,11 +166,22 @@ class TestValidTranscripts:
             {"type": "text", "text": "x", "textSignature": 12},
             {"type": "thinking", "thinking": "y", "thinkingSignature": None, "redacted": "yes"},
             call(thoughtSignature=["not", "a", "string"]),
-            usage="not even a dict",
             stopReason="somethingNew",
             responseId=None,
+            responseModel=5,
+            durationMs="slow",
         )
-        assert validate_transcript([odd, result(details=object())]) == ()
+        odd["content"][1]["redacted"] = False
+        assert validate_transcript([odd, result(details=object(), nestedCalls="x")]) == ()
+
+    def test_known_optional_fields_must_hold_their_type_when_present(self) -> None:
+        odd = assistant({"type": "thinking", "thinking": "y", "redacted": "yes"}, usage="not even a dict",
+                        errorMessage=None)
+        assert [(d.code, d.message) for d in validate_transcript([odd])] == [
+            ("INVALID_CONTENT_BLOCK", "messages[0].content[0].redacted: expected a boolean, got str"),
+            ("INVALID_MESSAGE", "messages[0].usage: expected an object, got str"),
+            ("INVALID_MESSAGE", "messages[0].errorMessage: expected a string, got NoneType"),
+        ]
 
     def test_pydantic_models_are_read_through_model_dump_by_alias(self) -> None:
         class ToolResult(BaseModel):
@@ -152,6 +191,7 @@ class TestValidTranscripts:
             tool_name: str = Field(alias="toolName")
             content: list[dict[str, str]]
             is_error: bool = Field(alias="isError")
+            timestamp: int = 1
 
         good = ToolResult(tool_call_id="call-1", tool_name="read", content=[], is_error=False)
         assert validate_transcript([assistant(call()), good]) == ()
@@ -206,7 +246,7 @@ class TestNotAList:
 
 class TestNotAMapping:
     def test_each_message_that_is_not_a_mapping_is_reported_at_its_index(self) -> None:
-        transcript = [None, 3, "hi", b"x", ["nested"], {"role": "user", "content": "ok"}]
+        transcript = [None, 3, "hi", b"x", ["nested"], {"role": "user", "content": "ok", "timestamp": 1}]
         assert findings(validate_transcript(transcript)) == [("MESSAGE_NOT_A_MAPPING", i) for i in range(5)]
         assert (
             validate_transcript(transcript)[4].message == "messages[4]: expected a message mapping, got list"
@@ -238,7 +278,7 @@ class TestRoles:
         assert validate_transcript(transcript, known_roles=frozenset({"notification"})) == ()
 
     def test_registering_a_built_in_role_does_not_switch_off_its_rules(self) -> None:
-        diagnostic = only(validate_transcript([{"role": "user"}], known_roles=["user"]))
+        diagnostic = only(validate_transcript([{"role": "user", "timestamp": 1}], known_roles=["user"]))
         assert diagnostic.code == "INVALID_MESSAGE"
 
     def test_role_names_are_case_sensitive(self) -> None:
@@ -287,7 +327,7 @@ class TestInvalidMessage:
     def test_a_missing_or_mistyped_required_field_is_named(
         self, message: dict[str, Any], expected: str
     ) -> None:
-        diagnostic = only(validate_transcript([message]))
+        diagnostic = only(validate_transcript([complete(message, expected)]))
         assert diagnostic.code == "INVALID_MESSAGE"
         assert diagnostic.message == expected
         assert diagnostic.message_index == 0
@@ -295,8 +335,8 @@ class TestInvalidMessage:
     def test_independent_problems_of_one_message_are_all_reported(self) -> None:
         diagnostics = validate_transcript([{"role": "bashExecution"}])
         assert [d.message for d in diagnostics] == [
-            "messages[0].command: required field is missing",
-            "messages[0].output: required field is missing",
+            f"messages[0].{key}: required field is missing"
+            for key in ("command", "output", "cancelled", "truncated", "timestamp")
         ]
 
 
@@ -346,7 +386,7 @@ class TestInvalidContentBlock:
         ],
     )
     def test_a_bad_block_is_named_by_its_path(self, message: dict[str, Any], expected: str) -> None:
-        diagnostic = only(validate_transcript([message]))
+        diagnostic = only(validate_transcript([complete(message)]))
         assert diagnostic.code == "INVALID_CONTENT_BLOCK"
         assert diagnostic.message == expected
 
@@ -356,7 +396,7 @@ class TestInvalidContentBlock:
         assert codes == [("INVALID_CONTENT_BLOCK", 1)]
 
     def test_blocks_may_be_a_tuple(self) -> None:
-        assert validate_transcript([{"role": "user", "content": ({"type": "text", "text": "x"},)}]) == ()
+        assert validate_transcript([complete({"role": "user", "content": ({"type": "text", "text": "x"},)})]) == ()
 
 
 class TestInvalidToolCall:
@@ -386,7 +426,7 @@ class TestInvalidToolCall:
 class TestToolArgumentsNotObject:
     def test_the_message_names_the_path_and_what_was_found(self) -> None:
         transcript = [
-            {"role": "user", "content": "go"},
+            complete({"role": "user", "content": "go"}),
             assistant({"type": "text", "text": "ok"}),
             result("c0"),
             assistant({"type": "text", "text": "now"}, call(arguments=[1, 2])),
