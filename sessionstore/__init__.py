@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sessionstore.api import ContextResult as ContextResult
     from sessionstore.api import SessionStore as SessionStore
+    from sessionstore.errors import EntryIdTakenError as EntryIdTakenError
     from sessionstore.errors import EntryNotFoundError as EntryNotFoundError
+    from sessionstore.errors import InvalidCompactionError as InvalidCompactionError
     from sessionstore.errors import InvalidInputError as InvalidInputError
     from sessionstore.errors import JsonlError as JsonlError
     from sessionstore.errors import LeafConflictError as LeafConflictError
+    from sessionstore.errors import SchemaError as SchemaError
+    from sessionstore.errors import SessionExistsError as SessionExistsError
     from sessionstore.errors import SessionNotFoundError as SessionNotFoundError
     from sessionstore.errors import SessionStoreError as SessionStoreError
+    from sessionstore.errors import StoreError as StoreError
+    from sessionstore.models.adapters import AgentMessagesAdapter as AgentMessagesAdapter
     from sessionstore.models.messages import AssistantMessage as AssistantMessage
     from sessionstore.models.messages import SystemMessage as SystemMessage
     from sessionstore.models.messages import ToolResultMessage as ToolResultMessage
@@ -27,7 +33,13 @@ if TYPE_CHECKING:
     from sessionstore.models.messages import system_message as system_message
     from sessionstore.models.messages import tool_result_message as tool_result_message
     from sessionstore.models.messages import user_message as user_message
+    from sessionstore.models.wire import AgentMessageDict as AgentMessageDict
+    from sessionstore.models.wire import ProviderMessageDict as ProviderMessageDict
+    from sessionstore.models.wire import SessionEntryDict as SessionEntryDict
+    from sessionstore.models.wire import SessionHeaderDict as SessionHeaderDict
     from sessionstore.store.entry_store import ImportResult as ImportResult
+    from sessionstore.store.entry_store import SessionInfo as SessionInfo
+    from sessionstore.store.entry_store import TreeNode as TreeNode
     from sessionstore.validate import Diagnostic as Diagnostic
     from sessionstore.validate import validate_transcript as validate_transcript
 
@@ -54,6 +66,18 @@ _EXPORTS = {
     "SessionNotFoundError": "sessionstore.errors",
     "EntryNotFoundError": "sessionstore.errors",
     "LeafConflictError": "sessionstore.errors",
+    "EntryIdTakenError": "sessionstore.errors",
+    "InvalidCompactionError": "sessionstore.errors",
+    "SchemaError": "sessionstore.errors",
+    "SessionExistsError": "sessionstore.errors",
+    "StoreError": "sessionstore.errors",
+    "AgentMessageDict": "sessionstore.models.wire",
+    "ProviderMessageDict": "sessionstore.models.wire",
+    "SessionEntryDict": "sessionstore.models.wire",
+    "SessionHeaderDict": "sessionstore.models.wire",
+    "AgentMessagesAdapter": "sessionstore.models.adapters",
+    "SessionInfo": "sessionstore.store.entry_store",
+    "TreeNode": "sessionstore.store.entry_store",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from pydantic import ValidationError
 
@@ -29,11 +29,13 @@ from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models import js
+from sessionstore.models.adapters import message_models
 from sessionstore.models.content import WireModel
 from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
 from sessionstore.models.timestamps import iso_to_ms, now_iso
+from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import (
     UNSET,
@@ -68,12 +70,17 @@ class ContextResult:
 
     session_id: str
     leaf_id: str | None
-    messages: list[Json]
+    messages: list[AgentMessageDict]
     entry_ids: list[str | None]
-    llm: list[Json]
+    llm: list[ProviderMessageDict]
     thinking_level: str | None
     model: Json | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def message_models(self) -> list[WireModel]:
+        """The context's messages as the pydantic models (``AgentMessagesAdapter``): a message of a role
+        nobody registered is an ``UnknownMessage`` keeping every field."""
+        return message_models(self.messages)
 
     def to_json(self) -> Json:
         return {
@@ -87,11 +94,11 @@ class ContextResult:
         }
 
 
-def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
+def message_to_wire(message: WireModel | AgentMessageDict | Mapping[str, Any]) -> AgentMessageDict:
     """Wire data of a message: a model's ``to_wire()``, or a deep copy of a mapping whose known role
     must have the right shape (unknown roles are kept as opaque data)."""
     if isinstance(message, WireModel):
-        return message.to_wire()
+        return cast(AgentMessageDict, message.to_wire())
     if not isinstance(message, Mapping):
         raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
     too_deep = InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)")
@@ -110,7 +117,7 @@ def message_to_wire(message: WireModel | Mapping[str, Any]) -> Json:
         parse_agent_message(data)
     except ValidationError as exc:
         raise InvalidInputError(f"bad {data['role']!r} message: {format_validation_error(exc)}") from None
-    return data
+    return cast(AgentMessageDict, data)
 
 
 class SessionStore:
@@ -166,9 +173,9 @@ class SessionStore:
         """Sessions, newest first (by last message time, then creation); reads no entry payload."""
         return self._entries.list_sessions(cwd=cwd)
 
-    def header(self, session_id: str) -> Json:
+    def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""
-        return self._entries.header(session_id)
+        return cast(SessionHeaderDict, self._entries.header(session_id))
 
     # -- import / export -----------------------------------------------------------------------
     def import_jsonl(
@@ -198,21 +205,21 @@ class SessionStore:
         """pi's ``getLeafId``."""
         return self._entries.leaf(session_id)
 
-    def entry(self, session_id: str, entry_id: str) -> Json:
+    def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
         """pi's ``getEntry`` (``EntryNotFoundError`` when the session has no such entry)."""
-        return self._entries.entry(session_id, entry_id)
+        return cast(SessionEntryDict, self._entries.entry(session_id, entry_id))
 
-    def entries(self, session_id: str) -> list[Json]:
+    def entries(self, session_id: str) -> list[SessionEntryDict]:
         """pi's ``getEntries``: every entry in append order."""
-        return self._entries.entries(session_id)
+        return cast(list[SessionEntryDict], self._entries.entries(session_id))
 
-    def children(self, session_id: str, entry_id: str | None) -> list[Json]:
+    def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
         """pi's ``getChildren`` (``None``: the roots), in append order."""
-        return self._entries.children(session_id, entry_id)
+        return cast(list[SessionEntryDict], self._entries.children(session_id, entry_id))
 
-    def path(self, session_id: str, leaf_id: Leaf = UNSET) -> list[Json]:
+    def path(self, session_id: str, leaf_id: Leaf = UNSET) -> list[SessionEntryDict]:
         """pi's ``getBranch``: the entries from the root to ``leaf_id`` (default: the leaf)."""
-        return self._entries.path(session_id, leaf_id)
+        return cast(list[SessionEntryDict], self._entries.path(session_id, leaf_id))
 
     def tree(self, session_id: str) -> list[TreeNode]:
         """pi's ``getTree``: roots and children in append order, labels resolved, active path marked."""
@@ -252,7 +259,7 @@ class SessionStore:
             leaf_id=part.leaf_id,
             messages=built.messages,
             entry_ids=built.entry_ids,
-            llm=projection.llm,
+            llm=cast(list[ProviderMessageDict], projection.llm),
             thinking_level=built.thinking_level,
             model=built.model,
             diagnostics=diagnostics,
@@ -266,7 +273,7 @@ class SessionStore:
     def append_message(
         self,
         session_id: str,
-        message: WireModel | Mapping[str, Any],
+        message: WireModel | AgentMessageDict | Mapping[str, Any],
         *,
         expected_leaf: Leaf = UNSET,
         entry_id: str | None = None,

@@ -9,7 +9,7 @@ shown as escapes (``\\x1b``, ``\\u202e``) instead of being sent to the terminal,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,7 +89,7 @@ def _blocks(content: Any, limit: int | None) -> list[str]:
     return lines
 
 
-def message_lines(message: dict[str, Any], limit: int | None) -> list[str]:
+def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
     role = message.get("role")
     if role == "assistant":
         head = f"assistant ({message.get('provider')}/{message.get('model')}, stop: {message.get('stopReason')})"
