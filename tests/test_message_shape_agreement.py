@@ -227,3 +227,28 @@ def test_messages_of_unknown_roles_become_unknown_messages_and_keep_every_key() 
     (model,) = message_models([{"role": "reviewNote", "score": 0.5}])
     assert type(model).__name__ == "UnknownMessage"
     assert model.to_wire() == {"role": "reviewNote", "score": 0.5}
+
+
+@pytest.mark.parametrize("role", sorted(BUILTIN_ROLES))
+def test_the_compiled_rules_accept_a_message_only_when_the_full_rules_find_nothing(
+    role: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validator's fast path (``validate._fast``) answers "nothing to report" for plain data;
+    every message it accepts must be one the full rules accept, and it must accept the valid ones."""
+    from sessionstore.validate import _shape
+    from sessionstore.validate._fast import plainly_valid
+
+    accepted = wrongly = valid = 0
+    for base in (m for m in representatives() if m["role"] == role):
+        for description, message in mutations(base):
+            fast = plainly_valid(message, [])
+            with monkeypatch.context() as patched:
+                patched.setattr(_shape, "plainly_valid", lambda *_args: False)
+                full = shape_ok(message)
+            accepted += fast
+            valid += full
+            if fast and not full:
+                wrongly += 1
+                print(description, json.dumps(message)[:300])
+    assert wrongly == 0
+    assert accepted == valid > 0

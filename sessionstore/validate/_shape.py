@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from sessionstore.models.wire import ContentBlockDict
 from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind, kind_of
+from sessionstore.validate._fast import Calls, plainly_valid
 from sessionstore.validate._finding import Finding
 from sessionstore.validate._json_object import find_json_object_problem
 from sessionstore.validate._linkage import ToolCallRecord, ToolResultRecord
@@ -87,6 +88,13 @@ def scan_transcript(scan: ShapeScan, value: object) -> None:
 
 
 def _scan_message(scan: ShapeScan, index: int, raw: object) -> None:
+    calls: Calls = []
+    if plainly_valid(raw, calls):  # plain JSON data with nothing to report: the compiled rules
+        for block_index, call_id, name in calls:
+            scan.calls.append(ToolCallRecord(index, block_index, call_id, name, well_formed=True))
+        if raw["role"] == "toolResult":  # type: ignore[index]
+            scan.results.append(ToolResultRecord(index, raw["toolCallId"], raw["toolName"], True))  # type: ignore[index]
+        return
     path = message_path(index)
     fields = as_mapping(raw)
     if type(fields) is Unreadable:

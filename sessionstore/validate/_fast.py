@@ -1,0 +1,155 @@
+"""The shape rules compiled for plain JSON data: a message made of exact ``dict``, ``list``, ``str``,
+``int``, finite ``float``, ``bool`` and ``None`` values (what a session's decoded entries are) is
+checked by one predicate per role, built once from the same TypedDicts the full rules read.
+
+The predicate answers only "valid, nothing to report": it returns ``False`` for anything it does
+not accept plainly (a problem, a mapping that is not a ``dict``, a tuple, a misplaced tool call),
+and the full rules of :mod:`sessionstore.validate._shape` then read the message and report what
+they find. So a message the predicate accepts is one the full rules accept
+(``tests/test_message_shape_agreement.py`` holds the full rules to the models; its valid messages
+pass here, its invalid ones fall through).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind
+from sessionstore.validate._json_object import find_json_object_problem
+
+Calls = list[tuple[int, str, str]]
+"""The tool calls of a message the predicate accepted: (block index, id, name)."""
+Check = Callable[[Any], bool]
+
+_JSON_TYPE: Final[Mapping[type, str]] = {
+    str: "string", bool: "boolean", int: "number", float: "number", type(None): "null", dict: "object",
+    list: "array",
+}
+_ABSENT: Final = object()
+
+
+def _compile(kind: WireKind) -> Check:
+    """A predicate for values of ``kind`` (the variants of a block list are compiled by the caller)."""
+    if not kind.types:
+        return lambda value: True
+    allowed = kind.types
+    literals = kind.literals
+    fields = _compile_fields(kind.fields) if kind.fields else None
+    values = _compile(kind.values) if kind.values is not None else None
+    items = _compile(kind.items) if kind.items is not None else None
+    if kind.variants:
+        blocks = _compile_blocks(kind.variants)
+        return lambda value: type(value) is list and blocks(value, None)
+
+    def check(value: Any) -> bool:
+        kind_name = _JSON_TYPE.get(type(value))
+        if kind_name is None or kind_name not in allowed:
+            return False
+        if kind_name == "number" and type(value) is float and not math.isfinite(value):
+            return False
+        if literals and kind_name == "string" and value not in literals:
+            return False
+        if kind_name == "object":
+            if fields is not None and not fields(value):
+                return False
+            if values is not None and not all(values(v) for v in value.values()):
+                return False
+        elif kind_name == "array" and items is not None:
+            return all(items(v) for v in value)
+        return True
+
+    return check
+
+
+def _compile_fields(declared: tuple[WireField, ...], *, skip: frozenset[str] = frozenset()) -> Check:
+    checks = [(f.key, f.required, _compile(f.kind)) for f in declared if not f.opaque and f.key not in skip]
+
+    def check(value: dict[str, Any]) -> bool:
+        get = value.get
+        for key, required, field_check in checks:
+            item = get(key, _ABSENT)
+            if item is _ABSENT:
+                if required:
+                    return False
+            elif not field_check(item):
+                return False
+        return True
+
+    return check
+
+
+BlockCheck = Callable[[list[Any], "Calls | None"], bool]
+
+
+def _compile_blocks(variants: Mapping[str, tuple[WireField, ...]]) -> BlockCheck:
+    by_tag = {
+        tag: _compile_fields(declared, skip=frozenset({"type", "id", "name", "arguments"}) if tag == "toolCall"
+                             else frozenset({"type"}))
+        for tag, declared in variants.items()
+    }
+
+    def check(blocks: list[Any], calls: Calls | None) -> bool:
+        for block_index, block in enumerate(blocks):
+            if type(block) is not dict:
+                return False
+            tag = block.get("type")
+            block_check = by_tag.get(tag) if type(tag) is str else None
+            if block_check is None or not block_check(block):
+                return False
+            if tag == "toolCall":
+                call_id, name = block.get("id"), block.get("name")
+                if type(call_id) is not str or not call_id or type(name) is not str or "arguments" not in block:
+                    return False
+                if find_json_object_problem(block["arguments"]) is not None:
+                    return False
+                if calls is None:  # (a tool call outside assistant content is reported by the full rules)
+                    return False
+                calls.append((block_index, call_id, name))
+        return True
+
+    return check
+
+
+def _compile_message(declared: tuple[WireField, ...]) -> Callable[[dict[str, Any], Calls], bool]:
+    content = next((f for f in declared if f.key == "content"), None)
+    rest = _compile_fields(tuple(f for f in declared if f.key not in ("role", "content")))
+    string_content = content is not None and "string" in content.kind.types
+    blocks = _compile_blocks(content.kind.variants) if content is not None and content.kind.variants else None
+
+    def check(message: dict[str, Any], calls: Calls) -> bool:
+        if content is not None:
+            value = message.get("content", _ABSENT)
+            if value is _ABSENT:
+                return False
+            plain_string = string_content and type(value) is str
+            if not plain_string and (type(value) is not list or blocks is None or not blocks(value, calls)):
+                return False
+        return rest(message)
+
+    return check
+
+
+_MESSAGE_CHECKS: Final = {role: _compile_message(declared) for role, declared in MESSAGE_FIELDS.items()}
+_CALLS_ALLOWED: Final = frozenset({"assistant"})
+
+
+def plainly_valid(message: object, calls: Calls) -> bool:
+    """Whether ``message`` is a plain ``dict`` of a built-in role with nothing to report; its tool calls
+    are appended to ``calls`` (only when it is accepted). Never raises: what raises when read (a key
+    whose equality raises) is left to the full rules, which report it."""
+    if type(message) is not dict:
+        return False
+    found: Calls = []
+    try:
+        role = message.get("role")
+        check = _MESSAGE_CHECKS.get(role) if type(role) is str else None
+        if check is None or not check(message, found):
+            return False
+    except Exception:
+        return False
+    if found and role not in _CALLS_ALLOWED:
+        return False
+    calls.extend(found)
+    return True
