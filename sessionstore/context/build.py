@@ -67,6 +67,8 @@ def entry_messages(entry: Mapping[str, Any]) -> list[Any]:
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
+        if type(message) is dict and message.get("content") is not None:  # the common case, at once
+            return [message]
         if message is None:
             return []
         if isinstance(message, dict) and js.nullish(message.get("content", MISSING)):
@@ -191,10 +193,11 @@ def _check_first_kept(entry: Mapping[str, Any], compaction: Mapping[str, Any], o
 def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[str, Mapping[str, Any]]:
     """target id -> the latest ``context_edit`` for it among ``entries`` (by position)."""
     edits: dict[str, Mapping[str, Any]] = {}
+    edit_entries = [entry for entry in entries if entry.get("type") == "context_edit"]
+    if not edit_entries:
+        return edits
     ids = {entry_id for entry in entries if (entry_id := _id(entry)) is not None}
-    for entry in entries:
-        if entry.get("type") != "context_edit":
-            continue
+    for entry in edit_entries:
         target = entry.get("targetId")
         if "replacement" not in entry:
             # It still replaces an earlier edit of the target, as in pi's map; applied, it changes nothing
@@ -247,29 +250,26 @@ def build_session_context(
     ``thinking_entry``/``model_entry``: the entries that last set thinking level / model *before*
     ``path`` starts, when ``path`` is only the tail of the real path.
     """
-    thinking_level: Any = "off"
-    model: Json | None = None
-    if thinking_entry is not None:
-        thinking_level = thinking_level_of(thinking_entry)
-    if model_entry is not None:
-        model = model_of(model_entry)
-    for entry in path:
-        if sets_thinking_level(entry):
-            thinking_level = thinking_level_of(entry)
-        else:
-            selected = model_of(entry)
-            if selected is not None:
-                model = selected
+    # The latest entry that sets each wins: found from the end (the model usually in the last few).
+    thinking_source = next((e for e in reversed(path) if sets_thinking_level(e)), thinking_entry)
+    model_source = next((e for e in reversed(path) if sets_model(e)), model_entry)
+    thinking_level: Any = "off" if thinking_source is None else thinking_level_of(thinking_source)
+    model: Json | None = None if model_source is None else model_of(model_source)
 
     context = SessionContext(messages=[], entry_ids=[], thinking_level=thinking_level, model=model)
     if not path:
         return context
     context.leaf_id = _id(path[-1])
+    messages, entry_ids = context.messages, context.entry_ids
     for projected in project_entries(path, context.diagnostics):
+        if len(projected.messages) == 1:
+            messages.append(projected.messages[0])
+            entry_ids.append(_id(projected.source))
+            continue
         entry_id = _id(projected.source)
         for message in projected.messages:
-            context.messages.append(message)
-            context.entry_ids.append(entry_id)
+            messages.append(message)
+            entry_ids.append(entry_id)
     return context
 
 
@@ -289,18 +289,19 @@ def project_entries(path: Sequence[Mapping[str, Any]], diagnostics: list[Diagnos
     edits = _edits(chosen, diagnostics)
     projected: list[ProjectedEntry] = []
     for index, entry in enumerate(chosen):
-        if entry.get("type") == "message" and entry.get("message") is None:
+        kind = entry.get("type")
+        if kind == "message" and entry.get("message") is None:
             diagnostics.append(
                 _diagnostic("MESSAGE_ENTRY_WITHOUT_MESSAGE", entry,
                             f"message entry {_id(entry)!r} has no message; it contributes nothing")
             )
             projected.append(ProjectedEntry(entry, []))
             continue
-        if entry.get("type") == "compaction" and index > 0:
+        if kind == "compaction" and index > 0:
             projected.append(ProjectedEntry(entry, []))  # only the latest compaction contributes (pi 1.6)
             continue
         messages = entry_messages(entry)
-        edit = edits.get(_id(entry) or "")
+        edit = edits.get(_id(entry) or "") if edits else None
         if edit is not None:
             if "replacement" in edit and edit["replacement"] is not None and not any(
                 js.get(m, "role") in EDITABLE_ROLES for m in messages
