@@ -138,8 +138,18 @@ class TreeRow(NamedTuple):
 
 
 class PathRow(NamedTuple):
+    """A row of the path query (its select list)."""
+
     seq: int
     payload: str
+
+
+class PathSlice(NamedTuple):
+    """The entries of a path, root first: the first one's seq and every stored payload (``bytes`` where
+    the driver gives the stored UTF-8 without decoding it; the JSON codec reads both)."""
+
+    first_seq: int | None
+    payloads: list[str] | list[bytes]
 
 
 class NewSession(NamedTuple):
@@ -226,7 +236,7 @@ class Tx(Protocol):
 
     def payload_at(self, key: int, seq: int) -> str | None: ...
 
-    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> list[PathRow]:
+    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> PathSlice:
         """The entries on the path ending at ``leaf_seq`` whose depth is at least ``from_depth``, in
         path order (root first), read in one recursive query over its runs of consecutive entries."""
         ...

@@ -414,7 +414,7 @@ class EntryStore:
             if facts is None:
                 return []
             rows = tx.path(row.key, facts.seq, from_depth=0)
-        return decode_payloads([r.payload for r in rows])
+        return decode_payloads(rows.payloads)
 
     def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
@@ -425,12 +425,12 @@ class EntryStore:
             if leaf is None or facts is None:
                 return ContextSlice(None, [], None, None)
             path_rows = tx.path(row.key, facts.seq, from_depth=facts.ctx_depth)
-            first_seq = path_rows[0].seq if path_rows else facts.seq
+            first_seq = path_rows.first_seq if path_rows.first_seq is not None else facts.seq
             extra: dict[int, str | None] = {}
             for seq in (facts.thinking_seq, facts.model_seq):
                 if seq is not None and seq < first_seq and seq not in extra:
                     extra[seq] = tx.payload_at(row.key, seq)
-        path = decode_payloads([r.payload for r in path_rows])
+        path = decode_payloads(path_rows.payloads)
         thinking = _decoded(extra.get(facts.thinking_seq)) if facts.thinking_seq in extra else None
         model = _decoded(extra.get(facts.model_seq)) if facts.model_seq in extra else None
         return ContextSlice(leaf, path, thinking, model)

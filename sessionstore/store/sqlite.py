@@ -23,11 +23,12 @@ from sessionstore.store.backend import (
     HeadRow,
     NewSession,
     PathRow,
+    PathSlice,
     SessionRow,
     TreeRow,
     select_list,
 )
-from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, path_sql
+from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, path_slice, path_sql
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
@@ -102,6 +103,16 @@ class SqliteTx(StatementTx):
         sink = _BatchSink(self.cursor)
         yield sink
         sink.flush()
+
+    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> PathSlice:
+        """The stored UTF-8 of each payload as ``bytes`` (decoded once, by the JSON codec)."""
+        connection = self.cursor.connection
+        connection.text_factory = bytes
+        try:
+            rows = self._all(self.sql.path, {"key": key, "leaf": leaf_seq, "stop": from_depth})
+        finally:
+            connection.text_factory = str
+        return path_slice(rows)
 
     def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
         connection = self.cursor.connection

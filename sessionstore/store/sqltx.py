@@ -16,7 +16,7 @@ from sessionstore.store.backend import (
     HeadRow,
     HeadUpdate,
     NewSession,
-    PathRow,
+    PathSlice,
     SessionRow,
     TreeRow,
 )
@@ -85,6 +85,14 @@ def head_update_params(update: HeadUpdate) -> dict[str, Any]:
 _by_seq = itemgetter(0)
 
 
+def path_slice(rows: list[Any]) -> PathSlice:
+    """The :class:`PathSlice` of the path query's rows (:class:`PathRow` tuples, any order)."""
+    # Each run comes in seq order, the runs from the leaf up: sorted by seq (a path's order), the
+    # runs only trade places.
+    rows.sort(key=_by_seq)
+    return PathSlice(rows[0][0] if rows else None, [row[1] for row in rows])
+
+
 class StatementTx:
     """Runs ``statements`` on ``cursor``; subclasses add ``insert_session``, ``bulk_sink`` and
     ``write_payload_lines``, which differ by database."""
@@ -143,12 +151,8 @@ class StatementTx:
         row = self._one(self.sql.payload_at, {"key": key, "seq": seq})
         return None if row is None else str(row[0])
 
-    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> list[PathRow]:
-        rows = self._all(self.sql.path, {"key": key, "leaf": leaf_seq, "stop": from_depth})
-        # Each run comes in seq order, the runs from the leaf up: sorted by seq (a path's order), the
-        # runs only trade places.
-        rows.sort(key=_by_seq)
-        return [PathRow._make(r) for r in rows]
+    def path(self, key: int, leaf_seq: int, *, from_depth: int) -> PathSlice:
+        return path_slice(self._all(self.sql.path, {"key": key, "leaf": leaf_seq, "stop": from_depth}))
 
     def on_path(self, key: int, leaf_seq: int, target: FactsRow) -> bool:
         row = self._one(self.sql.on_path, {"key": key, "leaf": leaf_seq, "stop": target.depth, "target": target.seq})

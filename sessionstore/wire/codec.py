@@ -84,7 +84,7 @@ def json_loads(value: str | bytes) -> Any:
         return json.loads(value)
 
 
-def decode_payloads(texts: list[str]) -> list[Any]:
+def decode_payloads(texts: list[str] | list[bytes]) -> list[Any]:
     """Decode many stored payloads."""
     return [json_loads(text) for text in texts]
 

@@ -125,9 +125,10 @@ def test_the_path_of_every_leaf_comes_back_root_first_across_its_runs(
         path = tx.path(key, leaf, from_depth=0)
         tail = tx.path(key, leaf, from_depth=2)
     expected = path_ids(SHAPE, leaf)
-    assert [json.loads(r.payload)["id"] for r in path] == expected
-    assert [r.seq for r in path] == [int(i[1:]) for i in expected]
-    assert [json.loads(r.payload)["id"] for r in tail] == expected[2:]
+    assert [json.loads(p)["id"] for p in path.payloads] == expected
+    assert path.first_seq == 0
+    assert [json.loads(p)["id"] for p in tail.payloads] == expected[2:]
+    assert tail.first_seq == (int(expected[2][1:]) if len(expected) > 2 else None)
 
 
 def test_on_path_tells_ancestors_from_entries_of_other_branches(
@@ -220,7 +221,7 @@ def test_a_bulk_sink_stores_every_row_and_a_failed_bulk_write_none(make_backend:
                     raise RuntimeError("the reader failed")
     with backend.read() as tx:
         assert tx.count_entries(key) == 5_000 and tx.head("half", lock=False) is None
-        assert len(tx.path(key, 4_999, from_depth=0)) == 5_000
+        assert len(tx.path(key, 4_999, from_depth=0).payloads) == 5_000
 
 
 def test_set_leaf_and_delete_session_change_only_their_session(
