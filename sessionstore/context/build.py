@@ -261,13 +261,19 @@ def build_session_context(
         return context
     context.leaf_id = _id(path[-1])
     messages, entry_ids = context.messages, context.entry_ids
-    for projected in project_entries(path, context.diagnostics):
-        if len(projected.messages) == 1:
-            messages.append(projected.messages[0])
-            entry_ids.append(_id(projected.source))
-            continue
-        entry_id = _id(projected.source)
-        for message in projected.messages:
+    chosen, edits = _context_plan(path, context.diagnostics)
+    for index, entry in enumerate(chosen):
+        if not edits and entry.get("type") == "message":
+            # The common entry (what _entry_projection gives it, without the calls): one message.
+            message = entry.get("message")
+            if type(message) is dict and message.get("content") is not None:
+                messages.append(message)
+                entry_id = entry.get("id")
+                entry_ids.append(entry_id if type(entry_id) is str else None)
+                continue
+        projected = _entry_projection(entry, index, edits, context.diagnostics)
+        entry_id = _id(entry)
+        for message in projected:
             messages.append(message)
             entry_ids.append(entry_id)
     return context
@@ -284,33 +290,43 @@ class ProjectedEntry:
 def project_entries(path: Sequence[Mapping[str, Any]], diagnostics: list[Diagnostic]) -> list[ProjectedEntry]:
     """pi 1.6's ``buildSessionProjection(...).entries`` for the path (root first): the context entries,
     each with its messages; what had to be read tolerantly is appended to ``diagnostics``."""
+    chosen, edits = _context_plan(path, diagnostics)
+    return [ProjectedEntry(entry, _entry_projection(entry, index, edits, diagnostics))
+            for index, entry in enumerate(chosen)]
+
+
+def _context_plan(
+    path: Sequence[Mapping[str, Any]], diagnostics: list[Diagnostic]
+) -> tuple[list[Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
+    """The context entries of ``path`` and the edit in force for each edited target."""
     chosen, found = context_entries(path)
     diagnostics.extend(found)
-    edits = _edits(chosen, diagnostics)
-    projected: list[ProjectedEntry] = []
-    for index, entry in enumerate(chosen):
-        kind = entry.get("type")
-        if kind == "message" and entry.get("message") is None:
+    return chosen, _edits(chosen, diagnostics)
+
+
+def _entry_projection(
+    entry: Mapping[str, Any], index: int, edits: Mapping[str, Mapping[str, Any]], diagnostics: list[Diagnostic]
+) -> list[Any]:
+    """The messages the context entry at ``index`` contributes, its edit applied."""
+    kind = entry.get("type")
+    if kind == "message" and entry.get("message") is None:
+        diagnostics.append(
+            _diagnostic("MESSAGE_ENTRY_WITHOUT_MESSAGE", entry,
+                        f"message entry {_id(entry)!r} has no message; it contributes nothing")
+        )
+        return []
+    if kind == "compaction" and index > 0:
+        return []  # only the latest compaction contributes (pi 1.6)
+    messages = entry_messages(entry)
+    edit = edits.get(_id(entry) or "") if edits else None
+    if edit is not None:
+        if "replacement" in edit and edit["replacement"] is not None and not any(
+            js.get(m, "role") in EDITABLE_ROLES for m in messages
+        ):
             diagnostics.append(
-                _diagnostic("MESSAGE_ENTRY_WITHOUT_MESSAGE", entry,
-                            f"message entry {_id(entry)!r} has no message; it contributes nothing")
+                _diagnostic("CONTEXT_EDIT_NO_EFFECT", edit,
+                            f"context_edit {_id(edit)!r} replaces the content of {_id(entry)!r}, whose messages"
+                            " cannot be edited; no effect")
             )
-            projected.append(ProjectedEntry(entry, []))
-            continue
-        if kind == "compaction" and index > 0:
-            projected.append(ProjectedEntry(entry, []))  # only the latest compaction contributes (pi 1.6)
-            continue
-        messages = entry_messages(entry)
-        edit = edits.get(_id(entry) or "") if edits else None
-        if edit is not None:
-            if "replacement" in edit and edit["replacement"] is not None and not any(
-                js.get(m, "role") in EDITABLE_ROLES for m in messages
-            ):
-                diagnostics.append(
-                    _diagnostic("CONTEXT_EDIT_NO_EFFECT", edit,
-                                f"context_edit {_id(edit)!r} replaces the content of {_id(entry)!r}, whose messages"
-                                " cannot be edited; no effect")
-                )
-            messages = apply_edit(messages, edit)
-        projected.append(ProjectedEntry(entry, messages))
-    return projected
+        messages = apply_edit(messages, edit)
+    return messages
