@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
+from sessionstore.store.entry_store import EntryStore
 from tests.paths import FIXTURES, PI_FILES, ROOT
 
 __all__ = ["FIXTURES", "PI_FILES", "ROOT"]
@@ -97,4 +98,20 @@ def sqlite_url(tmp_path: Path) -> str:
 @pytest.fixture
 def store(db_url: str) -> Iterator[SessionStore]:
     with SessionStore(db_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def db_engine(store: SessionStore, db_url: str) -> Iterator[Engine]:
+    """An engine of its own on the store's database, for tests that look at the rows themselves
+    (opened after the store, which creates the schema)."""
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def entry_store(store: SessionStore, db_url: str) -> Iterator[EntryStore]:
+    """The layer below ``SessionStore`` on the store's database, for tests of its own operations."""
+    with EntryStore(db_url) as opened:
         yield opened

@@ -1,7 +1,7 @@
 """Concurrent writers in separate OS processes (SPEC: appends are serialised per session).
 
 SQLite serialises writers with ``BEGIN IMMEDIATE`` in WAL mode and a busy timeout; PostgreSQL with a
-row lock (``FOR UPDATE``) on the session row; ``UNIQUE(session_id, seq)`` backs both. A last test
+row lock (``FOR UPDATE``) on the session row; the primary key ``(session_key, seq)`` backs both. A last test
 reads (path, context) while others append. Each test starts its workers behind a barrier (they open
 their store, report ready, and all start on one byte from stdin) so that they really overlap, and the
 workers report what landed (or what they read) as JSON on stdout.
@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import text
 
 from sessionstore.api import SessionStore
+from sessionstore.store.entry_store import EntryStore
 from tests.workers import Worker, release, workers
 
 WORKERS = 4
@@ -34,14 +35,15 @@ def check_single_chain(store: SessionStore, sid: str) -> list[Json]:
     n = len(listed)
     ids = [e["id"] for e in listed]
     assert len(set(ids)) == n, "duplicate entry ids"
-    assert store.count_entries(sid) == n
     assert store.session(sid).entry_count == n
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            text("SELECT seq, entry_id, parent_seq, run_start FROM sessionstore_entries"
-                 " WHERE session_key = (SELECT key FROM sessionstore_sessions WHERE id = :sid) ORDER BY seq"),
-            {"sid": sid},
-        ).all()
+    with EntryStore(store.url) as below:  # the rows themselves, on the same database
+        assert below.count_entries(sid) == n
+        with below.engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT seq, entry_id, parent_seq, run_start FROM sessionstore_entries"
+                     " WHERE session_key = (SELECT key FROM sessionstore_sessions WHERE id = :sid) ORDER BY seq"),
+                {"sid": sid},
+            ).all()
     assert [r.seq for r in rows] == list(range(n)), "seq has gaps or duplicates"
     assert [r.entry_id for r in rows] == ids
     assert [r.parent_seq for r in rows] == [None, *range(n - 1)]

@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.errors import SessionNotFoundError
+from sessionstore.store.entry_store import EntryStore
 from tests.builders import assistant, result, user
 from tests.workers import Worker, release, workers
 
@@ -130,8 +131,8 @@ def wait_backends_gone(db_url: str, name: str) -> None:
 
 def check_database(store: SessionStore) -> None:
     """The whole database is consistent (see the module docstring)."""
-    with store.engine.connect() as conn:
-        if store.dialect == "sqlite":
+    with EntryStore(store.url) as below, below.engine.connect() as conn:  # the rows, on the same database
+        if below.backend.name == "sqlite":
             assert conn.exec_driver_sql("PRAGMA integrity_check").scalars().all() == ["ok"]
             assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
         counts = conn.execute(
@@ -176,15 +177,16 @@ def check_database(store: SessionStore) -> None:
 
 def imported_state(store: SessionStore, sid: str, ids: list[str]) -> str:
     """``"whole"`` or ``"none"`` (anything in between fails)."""
-    with store.engine.connect() as conn:
-        rows = conn.execute(text("SELECT count(*) FROM sessionstore_entries e JOIN sessionstore_sessions s"
-                                 " ON s.key = e.session_key WHERE s.id = :sid"), {"sid": sid}).scalar_one()
-    try:
-        info = store.session(sid)
-    except SessionNotFoundError:
-        assert rows == 0, f"{rows} entries of a session that is not there"
-        return "none"
-    assert info.entry_count == rows == store.count_entries(sid) == len(ids)
+    with EntryStore(store.url) as below:  # the rows, on the same database
+        with below.engine.connect() as conn:
+            rows = conn.execute(text("SELECT count(*) FROM sessionstore_entries e JOIN sessionstore_sessions s"
+                                     " ON s.key = e.session_key WHERE s.id = :sid"), {"sid": sid}).scalar_one()
+        try:
+            info = store.session(sid)
+        except SessionNotFoundError:
+            assert rows == 0, f"{rows} entries of a session that is not there"
+            return "none"
+        assert info.entry_count == rows == below.count_entries(sid) == len(ids)
     assert info.leaf_id == ids[-1]
     path = store.path(sid)
     assert [e["id"] for e in path] == ids
@@ -199,10 +201,10 @@ def chain_by_tag(store: SessionStore, sid: str) -> tuple[list[str], dict[str, li
     ids = [e["id"] for e in listed]
     assert len(set(ids)) == len(ids)
     assert [e["parentId"] for e in listed] == [None, *ids[:-1]]
-    assert store.session(sid).entry_count == len(ids) == store.count_entries(sid)
     assert store.leaf(sid) == (ids[-1] if ids else None)
     assert [e["id"] for e in store.path(sid)] == ids
-    with store.engine.connect() as conn:
+    with EntryStore(store.url) as below, below.engine.connect() as conn:
+        assert store.session(sid).entry_count == len(ids) == below.count_entries(sid)
         seqs = conn.execute(text("SELECT seq FROM sessionstore_entries WHERE session_key ="
                                  " (SELECT key FROM sessionstore_sessions WHERE id = :sid) ORDER BY seq"), {"sid": sid})
         assert seqs.scalars().all() == list(range(len(ids)))

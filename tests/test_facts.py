@@ -66,4 +66,4 @@ def test_a_compaction_that_keeps_from_itself_starts_its_context_at_itself() -> N
     index.add({"type": "message", "id": "u", "parentId": None, "message": {"role": "user", "content": "x"}})
     shared["c"] = 1
     facts, _ = index.add({"type": "compaction", "id": "c", "parentId": "u", "firstKeptEntryId": "c"})
-    assert facts == NodeFacts(1, 1, 1, 1, None, None)
+    assert facts == NodeFacts(1, 0, 1, 1, 1, None, None)

@@ -27,6 +27,7 @@ import pytest
 from sessionstore import assistant_message
 from sessionstore.api import SessionStore
 from sessionstore.errors import InvalidInputError, SessionStoreError
+from sessionstore.store.entry_store import EntryStore
 
 Json = dict[str, Any]
 T = "2025-01-01T00:00:01.000Z"
@@ -95,7 +96,9 @@ def assert_round_trip(store: SessionStore, session_id: str, tmp_path: Path) -> N
 DEEP = 20_000
 
 
-def test_a_20k_deep_chain_with_side_branches_reads_forks_and_compacts(store: SessionStore, tmp_path: Path) -> None:
+def test_a_20k_deep_chain_with_side_branches_reads_forks_and_compacts(
+    store: SessionStore, tmp_path: Path, entry_store: EntryStore
+) -> None:
     lines: list[Any] = [header("hostile-deep")]
     for i in range(DEEP):
         lines.append((user if i % 2 == 0 else assistant)(f"e{i}", f"e{i - 1}" if i else None))
@@ -107,7 +110,7 @@ def test_a_20k_deep_chain_with_side_branches_reads_forks_and_compacts(store: Ses
     assert len(store.context(sid).messages) == DEEP
     assert len(store.path(sid, "side19000")) == 19_002
     assert store.context(sid, leaf_id="e0").messages == [lines[1]["message"]]
-    assert store.is_ancestor(sid, "e0", f"e{DEEP - 1}")
+    assert entry_store.is_ancestor(sid, "e0", f"e{DEEP - 1}")
     compaction = store.compact(sid, summary="long ago", keep_recent_tokens=50)
     assert len(store.context(sid).messages) < 50
     assert store.context(sid).entry_ids[0] == compaction
@@ -451,8 +454,8 @@ def _bad_calls() -> dict[str, Callable[[SessionStore, str, str], Any]]:
         "usage-kind-bytes": lambda s, sid, e: s.append_usage(sid, kind=b"k", provider="p", model="m", usage={}),
         "label-bytes": lambda s, sid, e: s.append_label(sid, e, b"L"),
         "branch-summary-bytes": lambda s, sid, e: s.branch_with_summary(sid, e, b"s"),
-        "append-entry-set": lambda s, sid, e: s.append_entry(sid, {"type": "x", "v": {1}}),
-        "append-entry-tuple-key": lambda s, sid, e: s.append_entry(sid, {"type": "x", "v": {(1, 2): 1}}),
+        "custom-data-set": lambda s, sid, e: s.append_custom(sid, "x", {"v": {1}}),
+        "custom-data-tuple-key": lambda s, sid, e: s.append_custom(sid, "x", {"v": {(1, 2): 1}}),
         "context-leaf-int": lambda s, sid, e: s.context(sid, leaf_id=5),
         "entry-id-int": lambda s, sid, e: s.entry(sid, 5),
         "branch-int": lambda s, sid, e: s.branch(sid, 5),
@@ -487,7 +490,7 @@ NAN_APPENDS: dict[str, Callable[[SessionStore, str, str], Any]] = {
               "x": math.nan}),
     "compact-tokens-before": lambda s, sid, e: s.compact(sid, summary="s", first_kept_entry_id=e,
                                                          tokens_before=math.nan),  # type: ignore[arg-type]
-    "append-entry": lambda s, sid, e: s.append_entry(sid, {"type": "x", "v": math.nan}),
+    "custom-data": lambda s, sid, e: s.append_custom(sid, "x", {"v": math.nan}),
     "non-string-key": lambda s, sid, e: s.append_message(sid, {"role": "user", "content": "x", "timestamp": 1,
                                                               "x": {1: "one"}}),
 }
@@ -500,6 +503,15 @@ def test_nan_and_non_string_keys_are_refused_not_stored_as_something_else(sqlite
         first = store.append_message(sid, {"role": "user", "content": "hi", "timestamp": 1})
         with pytest.raises(InvalidInputError):
             NAN_APPENDS[call](store, sid, first)
+
+
+@pytest.mark.parametrize("value", [{1}, {(1, 2): 1}, math.nan], ids=["set", "tuple-key", "nan"])
+def test_the_entry_store_refuses_an_entry_field_that_is_not_json_data(sqlite_url: str, value: Any) -> None:
+    with EntryStore(sqlite_url) as entries:
+        sid = entries.create_session(cwd="/w")
+        with pytest.raises(InvalidInputError):
+            entries.append_entry(sid, {"type": "x", "v": value})
+        assert entries.count_entries(sid) == 0
 
 
 # -- bugs outside the library: the CLI and the differential harness ------------------------------

@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
 from sessionstore.errors import JsonlError
+from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import entries, sessions
 from sessionstore.wire import SessionFileReader
 
@@ -102,12 +103,16 @@ def db(tmp_path: Path) -> Iterator[SessionStore]:
 
 
 def rows_in(store: SessionStore) -> tuple[int, int]:
-    """(sessions, entries) rows in the database, read past the API."""
-    with store.engine.connect() as conn:
-        return (
-            conn.execute(select(func.count()).select_from(sessions)).scalar_one(),
-            conn.execute(select(func.count()).select_from(entries)).scalar_one(),
-        )
+    """(sessions, entries) rows in the store's database, read past the API (on an engine of its own)."""
+    engine = make_engine(store.url)
+    try:
+        with engine.connect() as conn:
+            return (
+                conn.execute(select(func.count()).select_from(sessions)).scalar_one(),
+                conn.execute(select(func.count()).select_from(entries)).scalar_one(),
+            )
+    finally:
+        engine.dispose()
 
 
 def expected(path: Path) -> Expected:

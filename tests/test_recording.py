@@ -16,6 +16,7 @@ from sessionstore.demo import bundled_fixture, run_demo
 from sessionstore.models.messages import user_message
 from sessionstore.provider import FixtureProviderAdapter, load_fixture
 from sessionstore.recording import ModelInfo, append_tool_result, record_response
+from sessionstore.store.entry_store import EntryStore
 from sessionstore.validate import ERROR_CODES
 
 
@@ -60,7 +61,7 @@ def test_a_full_tool_round_resumes_as_a_valid_transcript(store: SessionStore) ->
     assert adapter.request_ids == ["r1", "r2"]
 
 
-def test_a_failed_response_appends_nothing(store: SessionStore) -> None:
+def test_a_failed_response_appends_nothing(store: SessionStore, entry_store: EntryStore) -> None:
     fixture = course()
     del fixture["responses"][0]["records"][-1]  # no response_end
     sid = store.create_session(cwd="/w")
@@ -69,7 +70,7 @@ def test_a_failed_response_appends_nothing(store: SessionStore) -> None:
     turn = asyncio.run(record_response(store, sid, FixtureProviderAdapter(fixture).stream("r1"), on_chunk=seen.append))
     assert turn.error is not None and turn.error.code == "PROVIDER_MISSING_TERMINAL"
     assert len(seen) == 1  # the tool-call chunk was observed before the failure
-    assert turn.entry_id is None and store.leaf(sid) == leaf and store.count_entries(sid) == 1
+    assert turn.entry_id is None and store.leaf(sid) == leaf and entry_store.count_entries(sid) == 1
 
 
 def test_a_failed_response_can_be_recorded_as_an_error_message(store: SessionStore) -> None:

@@ -266,7 +266,7 @@ def test_large_session_has_1018_entries_and_its_context_holds_914_messages(
 ) -> None:
     store, imported = pi_sessions
     sid = imported["large-session"].session_id
-    assert imported["large-session"].entries == store.count_entries(sid) == 1018
+    assert imported["large-session"].entries == len(store.entries(sid)) == 1018
     context = store.context(sid)
     assert len(context.messages) == 914
     assert Counter(m["role"] for m in context.messages) == {"user": 88, "assistant": 453, "toolResult": 373}
@@ -279,7 +279,7 @@ def test_before_compaction_context_starts_with_the_second_compaction_summary(
 ) -> None:
     store, imported = pi_sessions
     sid = imported["before-compaction"].session_id
-    assert imported["before-compaction"].entries == store.count_entries(sid) == 1002
+    assert imported["before-compaction"].entries == len(store.entries(sid)) == 1002
     compactions = [e for e in store.entries(sid) if e["type"] == "compaction"]
     assert len(compactions) == 2
     context = store.context(sid)

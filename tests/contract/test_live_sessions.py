@@ -7,11 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from sessionstore.api import SessionStore
 from sessionstore.context import build_session_context
 from sessionstore.errors import (
+    EntryIdTakenError,
     EntryNotFoundError,
     InvalidCompactionError,
     InvalidInputError,
@@ -20,6 +21,7 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from sessionstore.store.entry_store import EntryStore
 from tests.builders import assistant, result, user
 from tests.paths import PI_FILES
 
@@ -51,11 +53,11 @@ def test_appends_return_pi_style_ids_and_move_the_leaf(store: SessionStore, sid:
     assert context.model == {"provider": "p1", "modelId": "m1"}
 
 
-def test_a_bad_message_is_refused_with_the_field_named(store: SessionStore, sid: str) -> None:
+def test_a_bad_message_is_refused_with_the_field_named(store: SessionStore, sid: str, entry_store: EntryStore) -> None:
     with pytest.raises(InvalidInputError, match="toolCallId"):
         store.append_message(sid, {"role": "toolResult", "toolName": "x", "content": [], "isError": False,
                                    "timestamp": 1})
-    assert store.count_entries(sid) == 0
+    assert entry_store.count_entries(sid) == 0
 
 
 def test_unknown_roles_are_stored_as_opaque_data(store: SessionStore, sid: str) -> None:
@@ -64,16 +66,16 @@ def test_unknown_roles_are_stored_as_opaque_data(store: SessionStore, sid: str) 
     assert [d.code for d in store.context(sid).diagnostics] == ["UNKNOWN_ROLE"]
 
 
-def test_expected_leaf_conflict_writes_nothing(store: SessionStore, sid: str) -> None:
+def test_expected_leaf_conflict_writes_nothing(store: SessionStore, sid: str, entry_store: EntryStore) -> None:
     first = store.append_message(sid, user("a"))
     store.append_message(sid, user("b"), expected_leaf=first)
     with pytest.raises(LeafConflictError) as raised:
         store.append_message(sid, user("c"), expected_leaf=first)
     assert raised.value.expected == first
-    assert store.count_entries(sid) == 2
+    assert entry_store.count_entries(sid) == 2
 
 
-def test_two_stores_on_one_database_one_wins_one_conflicts(db_url: str) -> None:
+def test_two_stores_on_one_database_one_wins_one_conflicts(db_url: str, entry_store: EntryStore) -> None:
     with SessionStore(db_url) as one, SessionStore(db_url) as two:
         sid = one.create_session(cwd="/w")
         root = one.append_message(sid, user("root"))
@@ -83,7 +85,7 @@ def test_two_stores_on_one_database_one_wins_one_conflicts(db_url: str) -> None:
         with pytest.raises(LeafConflictError):
             two.append_message(sid, user("from two"), expected_leaf=leaf_seen_by_both)
         assert [e["id"] for e in two.path(sid)] == [root, won]
-        assert two.count_entries(sid) == 2
+        assert entry_store.count_entries(sid) == 2
 
 
 def test_branch_then_restart_then_append_lands_on_the_branch(db_url: str) -> None:
@@ -211,53 +213,64 @@ def test_listing_columns_follow_appends_that_change_them_and_keep_them_otherwise
     assert listed() == (None, long_prompt, 4, 8)
 
 
-def test_delete_session_removes_everything_in_one_go(store: SessionStore, sid: str) -> None:
+def test_delete_session_removes_everything_in_one_go(
+    store: SessionStore, sid: str, db_engine: Engine, entry_store: EntryStore
+) -> None:
     store.append_message(sid, user("a"))
     other = store.create_session(cwd="/w")
     store.append_message(other, user("kept"))
     store.delete_session(sid)
     with pytest.raises(SessionNotFoundError):
         store.context(sid)
-    assert store.count_entries(other) == 1
-    with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM entries WHERE session_id = :s"), {"s": sid}).scalar() == 0
+    assert entry_store.count_entries(other) == 1
+    with db_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM sessionstore_sessions WHERE id = :s"), {"s": sid}).scalar() == 0
+        left = conn.execute(text("SELECT count(*) FROM sessionstore_entries e JOIN sessionstore_sessions s"
+                                 " ON s.key = e.session_key WHERE s.id <> :o"), {"o": other}).scalar()
+        assert left == 0
+        assert conn.execute(text("SELECT count(*) FROM sessionstore_entries")).scalar() == 1
 
 
 @pytest.mark.parametrize("statement", [
-    "UPDATE entries SET type = 'x'",
-    "DELETE FROM entries",
-    "UPDATE entries SET payload = '{}' WHERE seq = 0",
+    "UPDATE sessionstore_entries SET type = 'x'",
+    "DELETE FROM sessionstore_entries",
+    "UPDATE sessionstore_entries SET payload = '{}' WHERE seq = 0",
 ])
-def test_the_database_refuses_raw_update_and_delete_of_entries(store: SessionStore, sid: str, statement: str) -> None:
+def test_the_database_refuses_raw_update_and_delete_of_entries(
+    store: SessionStore, sid: str, statement: str, db_engine: Engine, entry_store: EntryStore
+) -> None:
     store.append_message(sid, user("a"))
-    with pytest.raises(Exception, match="append-only"), store.engine.begin() as conn:
+    with pytest.raises(Exception, match="append-only"), db_engine.begin() as conn:
         conn.execute(text(statement))
-    assert store.count_entries(sid) == 1
+    assert entry_store.count_entries(sid) == 1
 
 
 _RAW_ENTRY = (
-    "INSERT INTO entries (session_id, seq, entry_id, parent_id, parent_seq, depth, type, timestamp, payload,"
-    " ctx_depth) VALUES (:s, 5, 'x', :p, :ps, 1, 'message', '', '{}', 0)"
+    "INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth, ctx_depth, type,"
+    " payload) VALUES ((SELECT key FROM sessionstore_sessions WHERE id = :s), :seq, 'x', :ps, :seq, 1, 0,"
+    " 'message', '{}')"
 )
 
 
-def test_the_database_refuses_a_parent_from_another_session(store: SessionStore, sid: str) -> None:
-    a = store.append_message(sid, user("a"))
+def test_the_database_refuses_a_parent_from_another_session(store: SessionStore, sid: str, db_engine: Engine) -> None:
+    store.append_message(sid, user("a"))  # seq 0 of sid, none in other
     other = store.create_session(cwd="/w")
-    with pytest.raises(Exception, match=r"(?i)foreign key"), store.engine.begin() as conn:
-        conn.execute(text(_RAW_ENTRY), {"s": other, "p": a, "ps": 0})
+    with pytest.raises(Exception, match=r"(?i)foreign key"), db_engine.begin() as conn:
+        conn.execute(text(_RAW_ENTRY), {"s": other, "seq": 5, "ps": 0})
 
 
-@pytest.mark.parametrize("parent", [("x", None), (None, 0), ("x", 7), ("x", 8)])
-def test_the_database_refuses_a_row_that_names_its_parent_by_id_or_seq_alone_or_not_before_it(
-    store: SessionStore, sid: str, parent: tuple[str | None, int | None]
+@pytest.mark.parametrize("parent_seq", [7, 8])
+def test_the_database_refuses_a_row_whose_parent_is_not_before_it(
+    store: SessionStore, sid: str, parent_seq: int, db_engine: Engine, entry_store: EntryStore
 ) -> None:
     for content in "abcdefg":  # seq 0..6
         store.append_message(sid, user(content))
-    row = _RAW_ENTRY.replace("VALUES (:s, 5,", "VALUES (:s, 7,")
-    with pytest.raises(Exception, match=r"(?i)check constraint|ck_entries_parent_link"), store.engine.begin() as conn:
-        conn.execute(text(row), {"s": sid, "p": parent[0], "ps": parent[1]})
-    assert store.count_entries(sid) == 7
+    with (
+        pytest.raises(Exception, match=r"(?i)check constraint|ck_sessionstore_entries_parent_link"),
+        db_engine.begin() as conn,
+    ):
+        conn.execute(text(_RAW_ENTRY), {"s": sid, "seq": 7, "ps": parent_seq})
+    assert entry_store.count_entries(sid) == 7
 
 
 def test_creating_a_session_twice_is_refused(store: SessionStore) -> None:
@@ -388,7 +401,7 @@ def test_compact_without_a_cut_plans_it_like_pi(store: SessionStore) -> None:
     assert context.diagnostics == []
 
 
-def test_compact_refuses_a_first_kept_entry_off_the_path(store: SessionStore) -> None:
+def test_compact_refuses_a_first_kept_entry_off_the_path(store: SessionStore, entry_store: EntryStore) -> None:
     sid = store.create_session(cwd="/w")
     a = store.append_message(sid, user("a"))
     side = store.append_message(sid, assistant("side"))
@@ -398,7 +411,7 @@ def test_compact_refuses_a_first_kept_entry_off_the_path(store: SessionStore) ->
         store.compact(sid, summary="s", first_kept_entry_id=side, tokens_before=1)
     with pytest.raises(InvalidCompactionError, match="not on the path"):
         store.compact(sid, summary="s", first_kept_entry_id="nope", tokens_before=1)
-    assert store.count_entries(sid) == 3
+    assert entry_store.count_entries(sid) == 3
 
 
 def test_compact_refuses_a_first_kept_tool_result(store: SessionStore) -> None:
@@ -437,10 +450,10 @@ def test_plan_on_the_real_files_keeps_about_keep_recent_tokens_never_from_a_tool
 
 
 # -- resume reads only what the context needs ---------------------------------------------------------
-def test_resume_of_a_compacted_session_reads_only_the_kept_tail(store: SessionStore) -> None:
+def test_resume_of_a_compacted_session_reads_only_the_kept_tail(store: SessionStore, entry_store: EntryStore) -> None:
     sid = store.import_jsonl(PI_FILES["before-compaction"]).session_id
     full_path = store.path(sid)
-    part = store.context_slice(sid)
+    part = entry_store.context_slice(sid)
     assert len(part.path) < len(full_path) / 2
     assert part.path[0]["id"] == "00000227"  # the second compaction's first kept entry
     assert part.path[-1]["id"] == full_path[-1]["id"]
@@ -450,7 +463,9 @@ def test_resume_of_a_compacted_session_reads_only_the_kept_tail(store: SessionSt
     assert (resumed.model, resumed.thinking_level) == (whole.model, whole.thinking_level)
 
 
-def test_resume_after_compaction_still_finds_model_and_thinking_set_before_the_cut(store: SessionStore) -> None:
+def test_resume_after_compaction_still_finds_model_and_thinking_set_before_the_cut(
+    store: SessionStore, entry_store: EntryStore
+) -> None:
     sid = store.create_session(cwd="/w")
     store.append_thinking_level_change(sid, "high")
     store.append_model_change(sid, provider="prov", model_id="early")
@@ -458,7 +473,7 @@ def test_resume_after_compaction_still_finds_model_and_thinking_set_before_the_c
         store.append_message(sid, user(f"u{i}"))
     kept = store.append_message(sid, user("kept"))
     store.compact(sid, summary="s", first_kept_entry_id=kept, tokens_before=1)
-    part = store.context_slice(sid)
+    part = entry_store.context_slice(sid)
     assert next(e["id"] for e in part.path) == kept
     context = store.context(sid)
     assert (context.thinking_level, context.model) == ("high", {"provider": "prov", "modelId": "early"})
@@ -487,20 +502,34 @@ def test_a_store_error_names_the_database_problem(tmp_path: Path) -> None:
         SessionStore(f"sqlite:///{tmp_path / 'not-a-db'}")
 
 
-def test_list_sessions_reads_no_entry_rows(store: SessionStore) -> None:
-    from sqlalchemy import event
+class _RecordingCursor:
+    """A driver cursor that notes the SQL of every statement it runs."""
+
+    def __init__(self, cursor: object, statements: list[str]) -> None:
+        self._cursor = cursor
+        self._statements = statements
+
+    def execute(self, sql: str, *args: object, **kwargs: object) -> object:
+        self._statements.append(sql)
+        return self._cursor.execute(sql, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._cursor, name)
+
+
+def test_list_sessions_reads_no_entry_rows(store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessionstore.store.sqltx import StatementTx
 
     sid = store.import_jsonl(PI_FILES["large-session"]).session_id
     statements: list[str] = []
+    real_init = StatementTx.__init__
 
-    def capture(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
-        statements.append(statement)
+    def recording_init(self: StatementTx, cursor: object, sql: object) -> None:
+        real_init(self, _RecordingCursor(cursor, statements), sql)  # type: ignore[arg-type]
 
-    event.listen(store.engine, "before_cursor_execute", capture)
-    try:
-        (info,) = store.list_sessions()
-    finally:
-        event.remove(store.engine, "before_cursor_execute", capture)
+    monkeypatch.setattr(StatementTx, "__init__", recording_init)
+    (info,) = store.list_sessions()
+    monkeypatch.undo()
     assert info.id == sid and info.message_count == 914 and info.first_message == "/mode"
     assert statements and not [s for s in statements if "entries" in s]
 
@@ -540,13 +569,17 @@ def test_generated_ids_are_retried_while_taken() -> None:
 
 @pytest.mark.parametrize("failure", ["leaf conflict", "taken id", "interrupt", "none"])
 def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
-    store: SessionStore, sid: str, failure: str, monkeypatch: pytest.MonkeyPatch
+    entry_store: EntryStore, sid: str, failure: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL appends switch their connection to autocommit to send BEGIN and COMMIT inside one
     pipeline; whatever the append's outcome, an interrupt before its transaction began included, the
     connection goes back to the pool in its usual state, so that a later multi-statement write (here a
     failing import) still writes nothing at all."""
-    first = store.append_message(sid, user("a"), entry_id="0000beef")
+
+    def append(text: str, **options: str) -> str:
+        return entry_store.append_entry(sid, {"type": "message", "message": user(text)}, **options)
+
+    first = append("a", entry_id="0000beef")
     leaf = first
     if failure == "interrupt":  # Ctrl-C right after the switch to autocommit
         from sqlalchemy.pool.base import _ConnectionFairy
@@ -559,19 +592,19 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
 
         monkeypatch.setattr(_ConnectionFairy, "cursor", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            store.append_message(sid, user("b"))
+            append("b")
     elif failure == "leaf conflict":
         with pytest.raises(LeafConflictError):
-            store.append_message(sid, user("b"), expected_leaf="elsewhere")
+            append("b", expected_leaf="elsewhere")
     elif failure == "taken id":
-        with pytest.raises(InvalidInputError, match="already has an entry"):
-            store.append_message(sid, user("b"), entry_id="0000beef")
+        with pytest.raises(EntryIdTakenError, match="already has an entry"):
+            append("b", entry_id="0000beef")
     else:
-        leaf = store.append_message(sid, user("b"))
-    raw = store.engine.raw_connection()
+        leaf = append("b")
+    raw = entry_store.engine.raw_connection()  # the connection the append gave back to the pool
     try:
         driver = raw.driver_connection
-        if store.dialect == "postgresql":
+        if entry_store.backend.name == "postgresql":
             from psycopg import pq
 
             assert driver is not None
@@ -581,9 +614,9 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
         raw.close()
     bad = PI_FILES["before-compaction"].read_bytes().rstrip(b"\n") + b"\n{not json\n"
     with pytest.raises(Exception, match="invalid JSON"):
-        store.import_jsonl(io.BytesIO(bad))
-    assert [s.id for s in store.list_sessions()] == [sid]
-    assert store.leaf(sid) == leaf and store.session(sid).entry_count == (1 if leaf == first else 2)
+        entry_store.import_jsonl(io.BytesIO(bad))
+    assert [s.id for s in entry_store.list_sessions()] == [sid]
+    assert entry_store.leaf(sid) == leaf and entry_store.session(sid).entry_count == (1 if leaf == first else 2)
 
 
 @pytest.mark.parametrize(
@@ -606,5 +639,5 @@ def test_insert_session_refuses_a_taken_id_or_a_parent_not_before_its_child_and_
     ]
     header = {"type": "session", "version": 3, "id": "s", "timestamp": stamp, "cwd": "/w"}
     with pytest.raises(InvalidInputError, match=re.escape(f"<entries>: {reason}")):
-        store.insert_session(header, entries)
+        store.import_entries(header, entries)
     assert store.list_sessions() == []

@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from sessionstore.api import SessionStore
 from sessionstore.errors import EntryNotFoundError, InvalidInputError, SessionNotFoundError
 from sessionstore.models.messages import system_message
+from sessionstore.store.entry_store import EntryStore
 from tests.builders import assistant, user
 
 USAGE = {"input": 3, "output": 0, "cacheRead": 0, "cacheWrite": 3, "totalTokens": 6,
@@ -85,12 +87,12 @@ def test_a_context_edit_has_no_effect_on_another_branch(store: SessionStore) -> 
     ],
 )
 def test_a_context_edit_pi_would_refuse_is_refused_and_writes_nothing(
-    store: SessionStore, target: int, replacement: Any, error: str
+    store: SessionStore, target: int, replacement: Any, error: str, entry_store: EntryStore
 ) -> None:
     sid, ids = conversation(store)
     with pytest.raises(InvalidInputError, match=error):
         store.append_context_edit(sid, ids[target], replacement)
-    assert store.count_entries(sid) == 4
+    assert entry_store.count_entries(sid) == 4
 
 
 def test_a_context_edit_of_an_entry_off_the_active_branch_or_unknown_is_refused(store: SessionStore) -> None:
@@ -182,7 +184,7 @@ def test_a_compaction_keeps_the_prompt_in_force_as_its_system_message(store: Ses
 
 
 def test_a_session_raw_sql_marked_deleting_can_be_deleted_and_its_id_imported_again(
-    store: SessionStore, tmp_path: Any
+    store: SessionStore, tmp_path: Any, db_engine: Engine
 ) -> None:
     from sqlalchemy import text
 
@@ -190,12 +192,12 @@ def test_a_session_raw_sql_marked_deleting_can_be_deleted_and_its_id_imported_ag
     path = tmp_path / "s.jsonl"
     with path.open("wb") as fp:
         store.export_jsonl(sid, fp)
-    with store.engine.begin() as conn:
-        conn.execute(text("UPDATE sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
+    with db_engine.begin() as conn:
+        conn.execute(text("UPDATE sessionstore_sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
     assert [s.id for s in store.list_sessions()] == []
     assert store.import_jsonl(path).session_id == sid
-    with store.engine.begin() as conn:
-        conn.execute(text("UPDATE sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
+    with db_engine.begin() as conn:
+        conn.execute(text("UPDATE sessionstore_sessions SET deleting = TRUE WHERE id = :sid"), {"sid": sid})
     store.delete_session(sid)
     with pytest.raises(SessionNotFoundError):
         store.delete_session(sid)
