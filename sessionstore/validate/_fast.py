@@ -63,15 +63,33 @@ def _compile(kind: WireKind) -> Check:
     return check
 
 
+_PYTHON_TYPES: Final[Mapping[str, tuple[type, ...]]] = {
+    "string": (str,), "number": (int, float), "boolean": (bool,), "null": (type(None),),
+}
+
+
+def _scalar_types(kind: WireKind) -> frozenset[type] | None:
+    """The exact Python types of a kind that is only scalars (no literals), checked inline; else ``None``."""
+    if not kind.types or kind.literals or not kind.types <= _PYTHON_TYPES.keys():
+        return None
+    return frozenset(t for name in kind.types for t in _PYTHON_TYPES[name])
+
+
 def _compile_fields(declared: tuple[WireField, ...], *, skip: frozenset[str] = frozenset()) -> Check:
-    checks = [(f.key, f.required, _compile(f.kind)) for f in declared if not f.opaque and f.key not in skip]
+    checks = [(f.key, f.required, _scalar_types(f.kind), _compile(f.kind))
+              for f in declared if not f.opaque and f.key not in skip]
+    isfinite = math.isfinite
 
     def check(value: dict[str, Any]) -> bool:
         get = value.get
-        for key, required, field_check in checks:
+        for key, required, scalars, field_check in checks:
             item = get(key, _ABSENT)
             if item is _ABSENT:
                 if required:
+                    return False
+            elif scalars is not None:
+                kind = type(item)
+                if kind not in scalars or (kind is float and not isfinite(item)):
                     return False
             elif not field_check(item):
                 return False
