@@ -53,3 +53,27 @@ def test_modules_import_only_lower_layers(path: Path) -> None:
     assert layer in ALLOWED, f"{layer} has no place in the layering"
     illegal = imported_layers(path) - ALLOWED[layer] - {layer}
     assert not illegal, f"{path.relative_to(PACKAGE)} imports {sorted(illegal)}"
+
+
+ABOVE_THE_BACKEND_CONTRACT = [
+    PACKAGE / "store" / "entry_store.py", PACKAGE / "store" / "facts.py", PACKAGE / "api.py",
+    *sorted((PACKAGE / "cli").glob("*.py")),
+]
+"""Modules above the backend contract: they name no database and write no SQL (store/backend.py)."""
+
+
+@pytest.mark.parametrize("path", ABOVE_THE_BACKEND_CONTRACT, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_code_above_the_backend_contract_names_no_database_and_writes_no_sql(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {m for m in modules if m.split(".")[-1] in ("sqlite", "postgres", "sqltx", "sqlite3", "psycopg")}
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    code_strings = [node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    sql = [text for text in code_strings if any(word in text for word in ("SELECT ", "INSERT ", "UPDATE ", "DELETE "))]
+    assert sql == []
+    names = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert "dialect" not in names

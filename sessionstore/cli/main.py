@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +20,6 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.api import SessionStore
 from sessionstore.cli import render
@@ -109,7 +107,7 @@ def _driver_message(exc: BaseException) -> str:
         if isinstance(orig, BaseException):
             exc = orig
             continue
-        if isinstance(exc, StoreError | SQLAlchemyError) and exc.__cause__ is not None:
+        if isinstance(exc, StoreError) and exc.__cause__ is not None:
             exc = exc.__cause__
             continue
         break
@@ -130,13 +128,11 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return "interrupted", 130
     if isinstance(exc, DatabaseProblem):
         return str(exc), 2
-    if isinstance(exc, StoreError) and isinstance(exc.__cause__, SQLAlchemyError | sqlite3.Error):
+    if isinstance(exc, StoreError) and exc.__cause__ is not None:  # the driver's error, chained
         return _in_database(exc), 2
     if isinstance(exc, SessionStoreError):
         text = str(exc).strip()
         return (text.splitlines()[0] if text else type(exc).__name__), 2
-    if isinstance(exc, SQLAlchemyError | sqlite3.Error):
-        return _in_database(exc), 2
     if isinstance(exc, OSError):
         return _os_message(exc), 2
     if isinstance(exc, MemoryError):
@@ -231,7 +227,7 @@ def _sqlite_hint(url: str) -> str:
 
 
 def _database_reason(exc: BaseException, url: str) -> str:
-    if isinstance(exc, StoreError | SQLAlchemyError | sqlite3.Error):
+    if isinstance(exc, StoreError):
         reason = _driver_message(exc)
         hint = _sqlite_hint(url)
         return f"{reason}: {hint}" if hint and hint not in reason else reason
@@ -249,7 +245,7 @@ def database_errors(url: str) -> Iterator[None]:
         yield
     except _PASS_THROUGH:
         raise
-    except (SessionStoreError, SQLAlchemyError, sqlite3.Error, OSError) as exc:
+    except (SessionStoreError, OSError) as exc:
         if isinstance(exc, SessionStoreError) and not isinstance(exc, StoreError | SchemaError):
             raise  # a bad URL or a missing driver: the message names the URL or the driver
         raise DatabaseProblem(db_label(url), _database_reason(exc, url)) from exc
@@ -898,11 +894,11 @@ def current(ctx: Ctx) -> None:
     version of sessionstore does not know it (a newer one wrote the database)."""
     from sessionstore.store import migrate
 
-    with _engine(ctx) as engine, engine.connect() as conn:
-        revision = migrate.current_revision(conn)
+    with _engine(ctx) as engine:
+        revision = migrate.database_revision(engine)
         if revision is not None and revision not in migrate.known_revisions():
             say(revision)
-            migrate.check(conn)  # raises SchemaTooNewError, naming the database
+            migrate.check_database(engine)  # raises SchemaTooNewError, naming the database
     say(revision or "none")
 
 
@@ -913,6 +909,6 @@ def check(ctx: Ctx) -> None:
     """Exit 0 when the schema is current, else say what to run and exit 2."""
     from sessionstore.store import migrate
 
-    with _engine(ctx) as engine, engine.connect() as conn:
-        migrate.check(conn)
+    with _engine(ctx) as engine:
+        migrate.check_database(engine)
     say("schema is current")

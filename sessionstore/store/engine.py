@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from sessionstore.errors import BackendUnavailableError, InvalidInputError
+from sessionstore.store.backend import Backend
 from sessionstore.wire.codec import json_dumps, json_loads
 
 Durability = Literal["full", "normal"]
@@ -112,3 +113,20 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def open_backend(engine: Engine) -> Backend:
+    """The backend of ``engine``'s database: the one place that maps a database to its module."""
+    if engine.dialect.name == "postgresql":
+        from sessionstore.store.postgres import PostgresBackend
+
+        return PostgresBackend(engine)
+    from sessionstore.store.sqlite import SqliteBackend
+
+    return SqliteBackend(engine)
+
+
+def upgrades_on_open(engine: Engine) -> bool:
+    """Whether opening a store brings an older schema up to date: an embedded SQLite file yes; a
+    server's database only through ``sessionstore db upgrade`` (its owner decides when)."""
+    return engine.dialect.name == "sqlite"

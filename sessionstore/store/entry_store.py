@@ -13,7 +13,6 @@ from typing import IO, Any, Final, Self
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.errors import (
     EntryIdTakenError,
@@ -33,7 +32,7 @@ from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.engine import Durability, default_url, make_engine
+from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, facts_for
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
@@ -201,17 +200,6 @@ AppendCheck = Callable[[AppendView, Json], None]
 """A check run inside an append's transaction; it raises to refuse the entry."""
 
 
-def open_backend(engine: Engine) -> Backend:
-    """The backend of ``engine``'s database (the one place that maps a database to its module)."""
-    if engine.dialect.name == "postgresql":
-        from sessionstore.store.postgres import PostgresBackend
-
-        return PostgresBackend(engine)
-    from sessionstore.store.sqlite import SqliteBackend
-
-    return SqliteBackend(engine)
-
-
 class EntryStore:
     """Sessions as append-only entry trees on a :class:`~sessionstore.store.backend.Backend`, on
     ``url`` (default: ``$SESSIONSTORE_DB``, else SQLite in the user data dir).
@@ -226,12 +214,13 @@ class EntryStore:
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
         self.url = url or default_url()
         engine = make_engine(self.url, durability=durability)
-        auto = engine.dialect.name == "sqlite" if upgrade is None else upgrade
+        auto = upgrades_on_open(engine) if upgrade is None else upgrade
         try:
             migrate.ensure_schema(engine, auto_upgrade=auto)
-        except SQLAlchemyError as exc:
+        except StoreError as exc:
             engine.dispose()
-            raise StoreError(f"cannot open {engine.url.render_as_string(hide_password=True)}: {exc}") from exc
+            where = engine.url.render_as_string(hide_password=True)
+            raise StoreError(f"cannot open {where}: {exc}") from exc.__cause__
         except BaseException:
             engine.dispose()
             raise

@@ -13,13 +13,16 @@ revisions it knows.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 
-from sessionstore.errors import SchemaError, SchemaTooNewError
+from sessionstore.errors import SchemaError, SchemaTooNewError, StoreError
 from sessionstore.store.engine import WRITE
 from sessionstore.store.schema import SCHEMA_REVISION
 
@@ -117,8 +120,36 @@ def _too_new(current: str) -> SchemaTooNewError:
     )
 
 
+@contextmanager
+def _translated() -> Iterator[None]:
+    """The SQLAlchemy path's one point of translation: its errors (connecting, reading the version
+    table, running a migration) become :class:`StoreError`, the driver's error chained."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        driver = getattr(exc, "orig", None)
+        raise StoreError(f"database error: {driver if driver is not None else exc}") from exc
+
+
+def database_revision(engine: Engine) -> str | None:
+    """The revision the database records (``None``: no sessionstore schema yet)."""
+    with _translated(), engine.connect() as conn:
+        return current_revision(conn)
+
+
+def check_database(engine: Engine) -> None:
+    """Raise :class:`SchemaError` unless the database's schema is at :data:`SCHEMA_REVISION`."""
+    with _translated(), engine.connect() as conn:
+        check(conn)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """Bring the schema to ``revision``; safe when several processes open a new database at once."""
+    with _translated():
+        return _upgrade(engine, revision)
+
+
+def _upgrade(engine: Engine, revision: str) -> str | None:
     with engine.connect().execution_options(**WRITE) as conn:
         with conn.begin():
             adopt_legacy_version(conn)
@@ -154,7 +185,12 @@ def check(conn: Connection) -> None:
 
 
 def ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
-    """Check the schema on open; on SQLite (``auto_upgrade``) a new or older database is upgraded."""
+    """Check the schema on open; with ``auto_upgrade`` a new or older database is upgraded."""
+    with _translated():
+        _ensure_schema(engine, auto_upgrade=auto_upgrade)
+
+
+def _ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
     with engine.connect() as conn:
         current = current_revision(conn)
         conn.rollback()
@@ -170,7 +206,7 @@ def ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
                 pass
             finally:
                 conn.rollback()
-        upgrade(engine)
+        _upgrade(engine, "head")
         return
     with engine.connect() as conn:
         check(conn)

@@ -17,8 +17,7 @@ import pytest
 from sessionstore.errors import EntryIdTakenError, StoreError
 from sessionstore.store import migrate
 from sessionstore.store.backend import Backend, EntryRow, HeadUpdate, NewSession
-from sessionstore.store.engine import make_engine
-from sessionstore.store.entry_store import open_backend
+from sessionstore.store.engine import make_engine, open_backend
 from sessionstore.store.facts import NodeFacts, TreeIndex
 
 BackendFactory = Callable[[], Backend]
