@@ -187,7 +187,9 @@ def build(workdir: Path, size: int) -> tuple[Path, dict[str, int]]:
             if info is not None:
                 store.delete_session(sid)
             start = time.perf_counter()
-            store.import_entries(header, entries, leaf_id=leaf)
+            store.import_entries(header, entries)
+            if leaf is not None:
+                store.branch(sid, leaf)  # (the branchy shape's leaf is not its last entry)
             built = time.perf_counter() - start
             del entries
             start = time.perf_counter()

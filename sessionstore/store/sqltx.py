@@ -191,15 +191,21 @@ def path_sql(table: str, param: str) -> str:
     """The path query, for a driver whose named parameter ``x`` is written ``param.format("x")``.
 
     The path ending at ``leaf`` is a few runs of consecutive entries (``run_start`` .. ``seq``, each
-    the child of the one before): the recursion goes from run to run (from a run's first entry to its
-    parent's run), and each run is one range of the primary key. It stops at the run that reaches
-    depth ``stop``; rows above it are filtered out."""
+    the child of the one before, so one depth more): the recursion goes from run to run (from a run's
+    first entry to its parent's run), and each run is one range of the primary key. A run that
+    reaches above depth ``stop`` is cut at the entry of that depth (``seq - (depth - stop)``), where
+    the walk ends: a compacted session's tail is read, not its whole run."""
     k, leaf, stop = param.format("key"), param.format("leaf"), param.format("stop")
+
+    def first(row: str) -> str:
+        cut = f"{row}.seq - ({row}.depth - {stop})"
+        return f"CASE WHEN {cut} > {row}.run_start THEN {cut} ELSE {row}.run_start END"
+
     return f"""
     WITH RECURSIVE runs(first_seq, last_seq) AS (
-        SELECT run_start, seq FROM {table} WHERE session_key = {k} AND seq = {leaf}
+        SELECT {first("leaf")}, leaf.seq FROM {table} leaf WHERE leaf.session_key = {k} AND leaf.seq = {leaf}
         UNION ALL
-        SELECT up.run_start, up.seq
+        SELECT {first("up")}, up.seq
         FROM runs
         JOIN {table} run_first ON run_first.session_key = {k} AND run_first.seq = runs.first_seq
         JOIN {table} up ON up.session_key = {k} AND up.seq = run_first.parent_seq
