@@ -92,18 +92,6 @@ class HeadRow(NamedTuple):
                          self.leaf_compaction_seq, self.leaf_model_seq, self.leaf_thinking_seq)
 
 
-class FactsRow(NamedTuple):
-    """An entry's facts as stored (the fields of :class:`NodeFacts`, same order)."""
-
-    seq: int
-    run_start: int
-    depth: int
-    ctx_depth: int
-    compaction_seq: int | None
-    model_seq: int | None
-    thinking_seq: int | None
-
-
 class SessionRow(NamedTuple):
     """A session as listings show it (no entry payload read)."""
 
@@ -230,7 +218,7 @@ class Tx(Protocol):
         """A sink for many rows (an import), for a transaction opened with ``write(bulk=True)``."""
         ...
 
-    def facts(self, key: int, entry_id: str) -> FactsRow | None: ...
+    def facts(self, key: int, entry_id: str) -> NodeFacts | None: ...
 
     def payload(self, key: int, entry_id: str) -> str | None: ...
 
@@ -241,7 +229,7 @@ class Tx(Protocol):
         path order (root first), read in one recursive query over its runs of consecutive entries."""
         ...
 
-    def on_path(self, key: int, leaf_seq: int, target: FactsRow) -> bool:
+    def on_path(self, key: int, leaf_seq: int, target: NodeFacts) -> bool:
         """Whether the entry ``target`` is on the path ending at ``leaf_seq`` (``leaf_seq`` included)."""
         ...
 

@@ -482,7 +482,7 @@ class EntryStore:
         row = tx.facts(key, to_db(entry_id))
         if row is None:
             raise EntryNotFoundError(session_id, entry_id)
-        return NodeFacts(*row)
+        return row
 
     def _leaf_facts(self, tx: Tx, row: HeadRow, session_id: str, leaf_id: str | _Unset | None) -> NodeFacts | None:
         """The facts of ``leaf_id`` (default: the session's leaf); ``None`` for no leaf."""

@@ -30,7 +30,6 @@ from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
     EntryRow,
     ExportHead,
-    FactsRow,
     HeadRow,
     NewSession,
     PathRow,
@@ -38,6 +37,7 @@ from sessionstore.store.backend import (
     TreeRow,
     select_list,
 )
+from sessionstore.store.facts import NodeFacts
 from sessionstore.store.sqltx import Statements, StatementTx, path_sql
 
 SESSIONS = "sessionstore_sessions"
@@ -90,7 +90,7 @@ STATEMENTS = Statements(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES"
         f" ({', '.join('CAST(%s AS json)' if f == 'payload' else '%s' for f in EntryRow._fields)})"
     ),
-    facts=f"SELECT {select_list(FactsRow)} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
+    facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
     payload=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
     payload_at=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq = %(seq)s",
     path=path_sql(ENTRIES, "%({})s") + f"""

@@ -19,7 +19,6 @@ from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
     EntryRow,
     ExportHead,
-    FactsRow,
     HeadRow,
     NewSession,
     PathRow,
@@ -28,6 +27,7 @@ from sessionstore.store.backend import (
     TreeRow,
     select_list,
 )
+from sessionstore.store.facts import NodeFacts
 from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, path_slice, path_sql
 
 SESSIONS = "sessionstore_sessions"
@@ -75,7 +75,7 @@ STATEMENTS = Statements(
     insert_entry=(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES ({', '.join('?' * len(EntryRow._fields))})"
     ),
-    facts=f"SELECT {select_list(FactsRow)} FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
+    facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
     payload=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
     payload_at=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND seq = :seq",
     path=path_sql(ENTRIES, ":{}") + f"""

@@ -12,7 +12,6 @@ from typing import Any
 from sessionstore.store.backend import (
     EntryRow,
     ExportHead,
-    FactsRow,
     HeadRow,
     HeadUpdate,
     NewSession,
@@ -139,9 +138,9 @@ class StatementTx:
     def insert_entry(self, row: EntryRow) -> None:
         self.cursor.execute(self.sql.insert_entry, row)
 
-    def facts(self, key: int, entry_id: str) -> FactsRow | None:
+    def facts(self, key: int, entry_id: str) -> NodeFacts | None:
         row = self._one(self.sql.facts, {"key": key, "eid": entry_id})
-        return None if row is None else FactsRow._make(row)
+        return None if row is None else NodeFacts._make(row)
 
     def payload(self, key: int, entry_id: str) -> str | None:
         row = self._one(self.sql.payload, {"key": key, "eid": entry_id})
@@ -154,7 +153,7 @@ class StatementTx:
     def path(self, key: int, leaf_seq: int, *, from_depth: int) -> PathSlice:
         return path_slice(self._all(self.sql.path, {"key": key, "leaf": leaf_seq, "stop": from_depth}))
 
-    def on_path(self, key: int, leaf_seq: int, target: FactsRow) -> bool:
+    def on_path(self, key: int, leaf_seq: int, target: NodeFacts) -> bool:
         row = self._one(self.sql.on_path, {"key": key, "leaf": leaf_seq, "stop": target.depth, "target": target.seq})
         return bool(row is not None and row[0])
 
