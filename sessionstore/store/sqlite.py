@@ -8,9 +8,12 @@ timeout instead of failing with "database is locked" when a read lock cannot be 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 from sqlalchemy import Engine
@@ -152,12 +155,20 @@ def translate(exc: sqlite3.Error, *, write: bool) -> SessionStoreError:
 
 
 class SqliteBackend:
-    """Transactions on the pooled ``sqlite3`` connections of ``engine`` (pragmas set on connect)."""
+    """Transactions on ``sqlite3`` connections of ``engine`` (its connect event sets the pragmas).
+
+    Each thread keeps one connection of its own, taken from the pool once and detached from it (an
+    append then costs no pool checkout and return); a transaction opened while the thread's own is
+    in use (a nested one) takes a pooled connection. A connection found broken is closed and replaced;
+    a forked child opens its own. ``close`` closes them all."""
 
     name = "sqlite"
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._local = threading.local()
+        self._kept: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._lock = threading.Lock()
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -169,14 +180,39 @@ class SqliteBackend:
         with self._transaction("BEGIN IMMEDIATE", write=True, bulk=bulk) as tx:
             yield tx
 
+    def _own_connection(self) -> tuple[Any, bool]:
+        """This thread's connection (``True``), or a pooled one (``False``) while it is in use."""
+        local = self._local
+        raw = getattr(local, "raw", None)
+        if raw is not None and local.pid == os.getpid():
+            if local.busy:
+                return self.engine.raw_connection(), False
+            return raw, True
+        raw = self.engine.raw_connection()
+        raw.detach()  # no longer the pool's: it stays with this thread
+        local.raw, local.pid, local.busy = raw, os.getpid(), False
+        with self._lock:
+            self._kept.add(raw)
+        return raw, True
+
+    def _drop_own(self) -> None:
+        raw = getattr(self._local, "raw", None)
+        self._local.raw = None
+        if raw is not None:
+            with suppress(Exception):
+                raw.close()
+
     @contextmanager
     def _transaction(self, begin: str, *, write: bool, bulk: bool = False) -> Iterator[SqliteTx]:
         """``bulk``: an import: this transaction checks no foreign key (the caller checks every parent,
         in this session, before its child) and gets a larger page cache; both are restored after."""
         try:
-            raw = self.engine.raw_connection()
+            raw, own = self._own_connection()
         except Exception as exc:
             raise StoreError(f"cannot open the database: {exc}") from exc
+        broken = False
+        if own:
+            self._local.busy = True
         try:
             cursor = raw.cursor()
             try:
@@ -190,19 +226,42 @@ class SqliteBackend:
                 except BaseException:
                     try:
                         raw.rollback()
-                    except Exception:  # the connection broke: do not pool it again
-                        raw.invalidate()
+                    except Exception:  # the connection broke: it is not used again
+                        broken = True
                     raise
                 finally:
-                    if bulk:
+                    if bulk and not broken:
                         cursor.execute("PRAGMA foreign_keys = ON")
                         cursor.execute(f"PRAGMA cache_size = -{DEFAULT_CACHE_KIB}")
             finally:
                 cursor.close()
         except sqlite3.Error as exc:
+            broken = broken or not _usable(raw)
             raise translate(exc, write=write) from exc
         finally:
-            raw.close()
+            if own:
+                self._local.busy = False
+                if broken:
+                    self._drop_own()
+            elif broken:
+                raw.invalidate()
+            else:
+                raw.close()
 
     def close(self) -> None:
+        with self._lock:
+            kept, self._kept = list(self._kept), weakref.WeakSet()
+        for raw in kept:
+            with suppress(Exception):
+                raw.close()
+        self._local = threading.local()
         self.engine.dispose()
+
+
+def _usable(raw: Any) -> bool:
+    """Whether a connection still answers (after an error: a closed or corrupt one is replaced)."""
+    try:
+        raw.cursor().execute("SELECT 1").close()
+    except Exception:
+        return False
+    return not raw.dbapi_connection.in_transaction
