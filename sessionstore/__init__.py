@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from sessionstore.models.wire import ProviderMessageDict as ProviderMessageDict
     from sessionstore.models.wire import SessionEntryDict as SessionEntryDict
     from sessionstore.models.wire import SessionHeaderDict as SessionHeaderDict
-    from sessionstore.store.entry_store import ImportResult as ImportResult
-    from sessionstore.store.entry_store import SessionInfo as SessionInfo
-    from sessionstore.store.entry_store import TreeNode as TreeNode
+    from sessionstore.store.records import ImportResult as ImportResult
+    from sessionstore.store.records import SessionInfo as SessionInfo
+    from sessionstore.store.records import TreeNode as TreeNode
     from sessionstore.validate import Diagnostic as Diagnostic
     from sessionstore.validate import validate_transcript as validate_transcript
 
@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "SessionStore": "sessionstore.api",
     "ContextResult": "sessionstore.api",
-    "ImportResult": "sessionstore.store.entry_store",
+    "ImportResult": "sessionstore.store.records",
     "user_message": "sessionstore.models.messages",
     "assistant_message": "sessionstore.models.messages",
     "tool_result_message": "sessionstore.models.messages",
@@ -76,8 +76,8 @@ _EXPORTS = {
     "SessionEntryDict": "sessionstore.models.wire",
     "SessionHeaderDict": "sessionstore.models.wire",
     "AgentMessagesAdapter": "sessionstore.models.adapters",
-    "SessionInfo": "sessionstore.store.entry_store",
-    "TreeNode": "sessionstore.store.entry_store",
+    "SessionInfo": "sessionstore.store.records",
+    "TreeNode": "sessionstore.store.records",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -37,16 +37,8 @@ from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
-from sessionstore.store.entry_store import (
-    UNSET,
-    AppendView,
-    EntryStore,
-    ImportResult,
-    SessionInfo,
-    TreeNode,
-    _Unset,
-    new_header,
-)
+from sessionstore.store.entry_store import AppendView, EntryStore, new_header
+from sessionstore.store.records import UNSET, ImportResult, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic, validate_transcript
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 from sessionstore.wire.jsonl import format_validation_error

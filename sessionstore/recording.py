@@ -15,7 +15,7 @@ from typing import Any
 from sessionstore.api import Leaf, SessionStore
 from sessionstore.models.messages import AssistantMessage, assistant_message, tool_result_message
 from sessionstore.provider import AssistantResponse, FixtureProviderError, ProviderChunk, ProviderStream
-from sessionstore.store.entry_store import UNSET
+from sessionstore.store.records import UNSET
 
 STOP_REASONS = {"stop": "stop", "toolCall": "toolUse", "length": "length"}
 """Provider stop reasons -> pi's (a tool-call response stops with ``toolUse``)."""

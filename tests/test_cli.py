@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.store.entry_store import TreeNode
+from sessionstore.store.records import TreeNode
 from sessionstore.wire.jsjson import js_dumps
 from tests.builders import assistant, user
 from tests.paths import FIXTURES, PI_FILES

@@ -229,7 +229,8 @@ def test_a_database_in_a_read_only_directory_is_one_line_saying_why(command: lis
         (MemoryError(), "out of memory"),
         (PermissionError(13, "Permission denied", "/x/y"), "/x/y: Permission denied"),
         # The store translates every driver error into a StoreError; one that escapes it is a bug of ours.
-        (sqlite3.DatabaseError("file is not a database"), "internal error: sqlite3.DatabaseError: file is not a database"),
+        (sqlite3.DatabaseError("file is not a database"),
+         "internal error: sqlite3.DatabaseError: file is not a database"),
     ],
 )
 def test_every_exception_becomes_one_line(exc: BaseException, expected: str) -> None:

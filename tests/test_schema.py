@@ -20,7 +20,8 @@ from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
-from sessionstore.store.entry_store import EntryStore, SessionInfo
+from sessionstore.store.entry_store import EntryStore
+from sessionstore.store.records import SessionInfo
 from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user

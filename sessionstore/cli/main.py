@@ -25,7 +25,7 @@ from sessionstore.api import SessionStore
 from sessionstore.cli import render
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError, SessionStoreError, StoreError
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
-from sessionstore.store.entry_store import UNSET, _Unset
+from sessionstore.store.records import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
 from sessionstore.wire.codec import LineRefused, parse_line
 from sessionstore.wire.jsjson import js_dumpb

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sessionstore.api import ContextResult
-from sessionstore.store.entry_store import SessionInfo, TreeNode
+from sessionstore.store.records import SessionInfo, TreeNode
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsjson import js_dumps
 

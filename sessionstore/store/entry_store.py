@@ -7,9 +7,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final, Self
+from typing import IO, Any, Self
 
 from pydantic import ValidationError
 from sqlalchemy import Engine
@@ -23,10 +23,8 @@ from sessionstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
-from sessionstore.models import js
 from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH
-from sessionstore.models.js import MISSING
 from sessionstore.models.rules import is_compaction
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
@@ -34,12 +32,12 @@ from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession,
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, facts_for
+from sessionstore.store.records import UNSET, ContextSlice, ImportResult, LabelState, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.jsonl import (
     CURRENT_VERSION,
     SessionFileReader,
-    SkippedLine,
     format_validation_error,
 )
 
@@ -47,121 +45,6 @@ PROGRESS_EVERY = 2_000
 """Entries between two progress calls of an import."""
 
 Json = dict[str, Any]
-
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = _Unset()
-
-
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    """An imported file: its session, the entries stored, the lines skipped (lenient mode) and what
-    was read tolerantly, as pi reads it (entry-code diagnostics, in file order)."""
-
-    session_id: str
-    entries: int
-    skipped: tuple[SkippedLine, ...] = ()
-    leaf_id: str | None = None
-    diagnostics: tuple[Diagnostic, ...] = ()
-
-    def to_json(self) -> Json:
-        return {
-            "sessionId": self.session_id,
-            "entries": self.entries,
-            "skipped": [s.to_json() for s in self.skipped],
-            "leafId": self.leaf_id,
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    id: str
-    cwd: str
-    created: str
-    name: str | None
-    parent_session: str | None
-    leaf_id: str | None
-    entry_count: int
-    message_count: int
-    first_message: str | None
-    modified_ms: int | None
-
-    def to_json(self) -> Json:
-        return {
-            "id": self.id,
-            "cwd": self.cwd,
-            "name": self.name,
-            "created": self.created,
-            "modified": self.modified_ms,
-            "parentSession": self.parent_session,
-            "leafId": self.leaf_id,
-            "entries": self.entry_count,
-            "messageCount": self.message_count,
-            "firstMessage": self.first_message,
-        }
-
-
-@dataclass(slots=True)
-class TreeNode:
-    entry: Json
-    children: list[TreeNode] = field(default_factory=list)
-    label: str | None = None
-    on_active_path: bool = False
-
-    def to_json(self) -> Json:
-        """``{"entry", "onActivePath", "label"?, "children": [...]}``, built with an explicit stack (a
-        session's tree is as deep as its longest branch: thousands of entries)."""
-
-        def shell(node: TreeNode) -> Json:
-            out: Json = {"entry": node.entry, "onActivePath": node.on_active_path}
-            if node.label is not None:
-                out["label"] = node.label
-            out["children"] = []
-            return out
-
-        root = shell(self)
-        stack: list[tuple[TreeNode, Json]] = [(self, root)]
-        while stack:
-            node, out = stack.pop()
-            for child in node.children:
-                child_out = shell(child)
-                out["children"].append(child_out)
-                stack.append((child, child_out))
-        return root
-
-
-@dataclass(slots=True)
-class LabelState:
-    """Labels as pi 1.6 resolves them (``labelsById``/``labelTimestampsById``): label entries in file
-    order; a truthy ``label`` sets the target's label (a target set again keeps its place in the
-    map), any other clears it (a later set puts the target at the end)."""
-
-    current: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    """target id -> (label, timestamp of the entry that set it; MISSING when it has none)."""
-
-    def add(self, entry: Json) -> None:
-        if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
-            return
-        label = entry.get("label", MISSING)
-        if js.truthy(label):
-            self.current[entry["targetId"]] = (label, entry.get("timestamp", MISSING))
-        else:
-            self.current.pop(entry["targetId"], None)
-
-
-@dataclass(slots=True)
-class ContextSlice:
-    """What resuming at a leaf needs: the path tail and the entries that set thinking level/model."""
-
-    leaf_id: str | None
-    path: list[Json]
-    thinking_entry: Json | None
-    model_entry: Json | None
 
 
 @dataclass(slots=True)
