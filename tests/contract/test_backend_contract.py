@@ -1,8 +1,9 @@
 """The backend contract (``sessionstore.store.backend``), held to by every backend.
 
-The tests use only the ``Backend`` and ``Tx`` protocols, on a backend made by ``make_backend`` from a
-fresh, migrated database: a third backend gets the same tests by adding its factory to ``FACTORIES``
-(LangGraph's checkpoint conformance suite is the model)."""
+The tests use only the ``Backend`` and ``Tx`` protocols, on backends made by the ``make_backend``
+factory from a fresh, migrated database per test (``db_url``, parametrised over ``BACKENDS`` in
+``tests/conftest.py``): a third backend gets the same tests by adding its database there and its
+module to ``engine.open_backend`` (LangGraph's checkpoint conformance suite is the model)."""
 
 from __future__ import annotations
 
