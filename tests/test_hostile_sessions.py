@@ -347,8 +347,6 @@ def test_a_header_leaf_id_naming_no_entry_does_not_refuse_the_file(
     assert store.import_jsonl(write(tmp_path, "leaf", lines)).leaf_id == "b"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: list_sessions' first_message is the first user message's text even when "
-                   "empty (an image-only prompt); pi (SPEC 13.1) shows the first NON-EMPTY user text")
 def test_the_listed_first_message_is_the_first_non_empty_user_text(store: SessionStore, tmp_path: Path) -> None:
     image = [{"type": "image", "data": "AAAA", "mimeType": "image/png"}]
     lines = [header("hostile-first"), user("a", None, image), user("b", "a", "hello")]
@@ -356,8 +354,6 @@ def test_the_listed_first_message_is_the_first_non_empty_user_text(store: Sessio
     assert store.list_sessions()[0].first_message == "hello"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: list_sessions' message_count counts only message entries whose message "
-                   "is an object; pi (SPEC 13.1) counts every `message` entry")
 def test_the_listed_message_count_counts_every_message_entry(store: SessionStore, tmp_path: Path) -> None:
     odd = [{"type": "message", "id": f"m{i}", "parentId": None, "timestamp": T, "message": value}
            for i, value in enumerate(["a string", 42, [1]])]

@@ -250,7 +250,7 @@ def _check_migrated(engine: Engine, sessions: list[Session], revision: str) -> N
     pg_jsonb = engine.dialect.name == "postgresql" and revision == "0001"  # jsonb kept objects, not text
     with engine.connect() as conn:
         assert migrate.current_revision(conn) == SCHEMA_REVISION
-        assert conn.execute(text("SELECT version_num FROM sessionstore_alembic_version")).scalars().all() == ["0006"]
+        assert conn.execute(text("SELECT version_num FROM sessionstore_alembic_version")).scalars().all() == [SCHEMA_REVISION]
         assert not {"alembic_version", "sessions", "entries"} & _tables(conn)
         rows = {r.id: r._asdict() for r in conn.execute(text(
             "SELECT key, id, version, cwd, created, parent_session, CAST(header AS TEXT) AS header, leaf_id, leaf_seq,"

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sessionstore.models import js
+
 
 def sets_model(entry: Mapping[str, Any]) -> bool:
     """Whether ``entry`` selects the model (pi's ``buildSessionContext``): a ``model_change``, or a
@@ -38,11 +40,35 @@ def context_start_depth(compaction_depth: int, kept_depth: int | None) -> int:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """pi's ``extractTextContent``: a string content, or its text blocks joined by spaces."""
+    """pi's ``extractTextContent``: a string content, or the ``text`` of its text blocks joined by
+    spaces as JavaScript joins them (a missing or null text is empty, another value its ``String()``).
+    Content of any other kind has no text (pi's listing fails on the file; the store lists it)."""
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
-                        and isinstance(b.get("text"), str))
+        texts = (b.get("text", js.MISSING) for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return " ".join("" if js.nullish(text) else js.to_string(text) for text in texts)
     return ""
+
+
+def listing_activity_ms(entry: Mapping[str, Any]) -> int | float | None:
+    """pi's ``getMessageActivityTime``: when a ``message`` entry counts as activity for the session list
+    (a user or assistant message with content: its numeric ``timestamp``, else the entry's date)."""
+    message = entry.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("role"), str) or "content" not in message:
+        return None
+    if message["role"] not in ("user", "assistant"):
+        return None
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return stamp
+    return js.date_ms(entry.get("timestamp", js.MISSING))
+
+
+def listing_modified_ms(last_activity_ms: int | None, header_timestamp: Any) -> int | None:
+    """pi's ``modified`` of a listed session: its last activity when there is one after 1970, else the
+    header's time (``None`` when that is not a date either; pi then takes the file's mtime)."""
+    if last_activity_ms is not None and last_activity_ms > 0:
+        return last_activity_ms
+    return js.date_ms(header_timestamp)

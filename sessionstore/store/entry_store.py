@@ -25,7 +25,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH
-from sessionstore.models.rules import is_compaction
+from sessionstore.models.rules import is_compaction, listing_modified_ms
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
@@ -250,11 +250,12 @@ class EntryStore:
         return dict(json_loads(row.header))
 
     def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
-        """Sessions, newest first (by last message time, then creation); reads no entry payload."""
+        """Sessions in pi's order: newest ``modified`` first (pi's last activity, else the header's time),
+        then by creation and id, as pi's file names order ties; reads no entry payload."""
         with self.backend.read() as tx:
             rows = tx.sessions(cwd=None if cwd is None else to_db(cwd))
         infos = [_info(r) for r in rows]
-        infos.sort(key=lambda i: (i.modified_ms or 0, i.created), reverse=True)
+        infos.sort(key=lambda i: (i.modified_ms is not None, i.modified_ms or 0, i.created, i.id), reverse=True)
         return infos
 
     def leaf(self, session_id: str) -> str | None:
@@ -572,5 +573,5 @@ def _info(row: SessionRow) -> SessionInfo:
         entry_count=int(row.entry_count),
         message_count=int(row.message_count),
         first_message=from_db(row.first_message),
-        modified_ms=row.modified_ms,
+        modified_ms=listing_modified_ms(row.modified_ms, from_db(row.created)),
     )

@@ -7,8 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from sessionstore.models.rules import context_start_depth, is_compaction, message_text, sets_model, sets_thinking_level
-from sessionstore.models.timestamps import iso_to_ms
+from sessionstore.models import js
+from sessionstore.models.rules import (
+    context_start_depth,
+    is_compaction,
+    listing_activity_ms,
+    message_text,
+    sets_model,
+    sets_thinking_level,
+)
 from sessionstore.store.dbtext import to_db
 
 
@@ -48,13 +55,13 @@ def facts_for(entry: Mapping[str, Any], seq: int, parent: NodeFacts | None, kept
     )
 
 
-_MAX_TIME_MS = 8_640_000_000_000_000
-"""The largest time JavaScript's Date holds (ms); larger message timestamps do not fit the column either."""
-
-
 @dataclass(slots=True)
 class SessionStats:
-    """The listing columns of a session, folded over its entries in append order."""
+    """The listing columns of a session, folded over its entries in append order as pi 1.6's
+    ``buildSessionInfo`` folds a file: ``message_count`` counts every ``message`` entry, ``name`` is the
+    latest ``session_info`` name (trimmed; empty clears it), ``first_message`` the first non-empty user
+    text, ``modified_ms`` the latest activity (see :func:`~sessionstore.models.rules.listing_activity_ms`;
+    listings fall back to the header's time when there is none)."""
 
     entry_count: int = 0
     message_count: int = 0
@@ -71,20 +78,18 @@ class SessionStats:
             return
         if kind != "message":
             return
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            return
         self.message_count += 1
-        role = message.get("role")
-        if role not in ("user", "assistant") or "content" not in message:
-            return
-        if role == "user" and self.first_message is None:
-            self.first_message = message_text(message)
-        stamp = message.get("timestamp")
-        valid_ms = isinstance(stamp, int) and not isinstance(stamp, bool) and abs(stamp) <= _MAX_TIME_MS
-        when = stamp if valid_ms else iso_to_ms(entry.get("timestamp"))
-        if when is not None:
-            self.modified_ms = max(self.modified_ms or 0, when)
+        activity = listing_activity_ms(entry)
+        if activity is not None and activity > (self.modified_ms or 0):
+            clipped = js.date_ms(activity)  # pi keeps a Date: the time clipped to whole milliseconds
+            if clipped is not None:
+                self.modified_ms = clipped
+        message = entry.get("message")
+        if self.first_message is None and isinstance(message, dict) and message.get("role") == "user" \
+                and "content" in message:
+            text = message_text(message)
+            if text:
+                self.first_message = text
 
     def columns(self) -> dict[str, Any]:
         return {

@@ -4,7 +4,8 @@ Alembic keeps our revision in ``sessionstore_alembic_version`` (:data:`VERSION_T
 be shared with another library whose Alembic uses ``alembic_version``. Revisions 0001-0005 were kept
 there; :func:`upgrade` moves such a revision to our table in the transaction of the upgrade, and
 :func:`current_revision` reads it there until then. A database without a sessionstore schema gets the
-head schema in one step (the head revision's ``create_schema``), without 0001's table names.
+newest schema a revision can create in one step (0006's ``create_schema``), without 0001's table
+names, and the revisions after it.
 
 Opening a store at the current revision reads the version table with one statement (after the
 inspector's check that the table exists); Alembic itself is imported only to upgrade or to list the
@@ -97,20 +98,21 @@ def adopt_legacy_version(conn: Connection) -> None:
     conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
 
 
-def _create_head_schema(conn: Connection, config: Config) -> bool:
-    """Create the head revision's schema in a database without one, if that revision can
-    (``create_schema()`` in its module); the caller stamps the revision."""
+def _create_newest_schema(conn: Connection, config: Config) -> str | None:
+    """In a database without a sessionstore schema, create the schema of the newest revision that can
+    create its own (``create_schema()`` in its module, e.g. 0006) and return that revision, which the
+    caller stamps and upgrades from; ``None`` when no revision can."""
     from alembic.operations import Operations
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
-    script = ScriptDirectory.from_config(config).get_revision("head")
-    create = getattr(script.module, "create_schema", None) if script is not None else None
-    if create is None:
-        return False
-    with Operations.context(MigrationContext.configure(connection=conn)):
-        create()
-    return True
+    for script in ScriptDirectory.from_config(config).walk_revisions():  # head first
+        create = getattr(script.module, "create_schema", None)
+        if create is not None:
+            with Operations.context(MigrationContext.configure(connection=conn)):
+                create()
+            return str(script.revision)
+    return None
 
 
 def _too_new(current: str) -> SchemaTooNewError:
@@ -161,10 +163,10 @@ def _upgrade(engine: Engine, revision: str) -> str | None:
 
                 config = alembic_config()
                 config.attributes["connection"] = conn
-                if current is None and revision == "head" and _create_head_schema(conn, config):
-                    command.stamp(config, "head")
-                else:
-                    command.upgrade(config, revision)
+                created = _create_newest_schema(conn, config) if current is None and revision == "head" else None
+                if created is not None:
+                    command.stamp(config, created)
+                command.upgrade(config, revision)
         with conn.begin():
             return current_revision(conn)
 

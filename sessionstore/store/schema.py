@@ -47,7 +47,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
