@@ -250,7 +250,8 @@ def _check_migrated(engine: Engine, sessions: list[Session], revision: str) -> N
     pg_jsonb = engine.dialect.name == "postgresql" and revision == "0001"  # jsonb kept objects, not text
     with engine.connect() as conn:
         assert migrate.current_revision(conn) == SCHEMA_REVISION
-        assert conn.execute(text("SELECT version_num FROM sessionstore_alembic_version")).scalars().all() == [SCHEMA_REVISION]
+        versions = conn.execute(text("SELECT version_num FROM sessionstore_alembic_version")).scalars().all()
+        assert versions == [SCHEMA_REVISION]
         assert not {"alembic_version", "sessions", "entries"} & _tables(conn)
         rows = {r.id: r._asdict() for r in conn.execute(text(
             "SELECT key, id, version, cwd, created, parent_session, CAST(header AS TEXT) AS header, leaf_id, leaf_seq,"
@@ -542,3 +543,39 @@ def test_a_new_postgresql_database_gets_the_same_schema_as_an_upgraded_one(tmp_p
             drop_pg_database(name)
     assert schemas[0] == schemas[1]
 
+
+
+def test_revision_0007_computes_the_listing_facts_again_as_pi_lists_a_session(engine: Engine) -> None:
+    """A session stored at 0006 with the old listing rule (the first user text even when empty, only
+    object messages counted) lists as pi lists it once 0007 has run."""
+    migrate.upgrade(engine, "0006")
+    image = {"role": "user", "content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}],
+             "timestamp": T0 + 5}
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": _ts(1), "message": image},
+        {"type": "message", "id": "b", "parentId": "a", "timestamp": _ts(2), "message": "not an object"},
+        {"type": "message", "id": "c", "parentId": "b", "timestamp": _ts(3),
+         "message": {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "text"}]}},
+    ]
+    header = json.dumps({"type": "session", "version": 3, "id": "s7", "timestamp": _ts(0), "cwd": "/w"})
+    payload = "CAST(:payload AS json)" if engine.dialect.name == "postgresql" else ":payload"
+    with engine.begin() as conn:
+        key = conn.execute(text(
+            "INSERT INTO sessionstore_sessions (id, version, cwd, created, header, entry_count, message_count,"
+            " first_message, modified_ms, deleting) VALUES ('s7', 3, '/w', :created, "
+            + ("CAST(:header AS json)" if engine.dialect.name == "postgresql" else ":header")
+            + ", 3, 2, '', :modified, FALSE) RETURNING key"),
+            {"created": _ts(0), "header": header, "modified": T0 + 5}).scalar_one()
+        for seq, entry in enumerate(entries):
+            conn.execute(text(
+                "INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth,"
+                f" ctx_depth, type, payload) VALUES (:key, :seq, :eid, :parent, 0, :seq, 0, 'message', {payload})"),
+                {"key": key, "seq": seq, "eid": entry["id"], "parent": None if seq == 0 else seq - 1,
+                 "payload": json.dumps(entry)})
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT message_count, first_message, modified_ms FROM sessionstore_sessions"
+                                " WHERE id = 's7'")).one()
+    # every message entry counts; the first NON-EMPTY user text, blocks joined as JavaScript joins them;
+    # the last activity: the entry's date where the message has no numeric timestamp
+    assert tuple(row) == (3, "hello ", T0 + 3_000)

@@ -73,6 +73,14 @@ class Oracle:
         return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
 
 
+def list_dirs(oracle: Oracle, dirs: list[Path]) -> dict[Path, list[Json]]:
+    """pi's ``SessionManager.listAll(dir)`` of each directory: its SessionInfo rows in pi's order."""
+    lines = oracle.run("list", *(str(d) for d in dirs)).rstrip("\n").split("\n")
+    if len(lines) != len(dirs):
+        pytest.fail(f"pi_oracle.mjs list printed {len(lines)} lines for {len(dirs)} directories")
+    return {d: json.loads(line) for d, line in zip(dirs, lines, strict=True)}
+
+
 def find_oracle(agent_dir: Path) -> Oracle:
     """The oracle, or a skip/failure that says what is missing (the rule in the module docstring)."""
     node = shutil.which("node")

@@ -32,6 +32,12 @@
 //     migrated file, and the inputs must stay as they are. At most N (default 60) entry leaves per
 //     file, evenly spaced, the last entry always among them.
 //
+//   node pi_oracle.mjs list DIR...
+//     For each directory, one JSON line: pi's SessionManager.listAll(DIR), the SessionInfo of every
+//     session file pi lists there in pi's order ({"path", "id", "cwd", "name", "parentSessionPath",
+//     "created", "modified", "messageCount", "firstMessage"}; times in milliseconds, null if invalid).
+//     It only reads the files.
+//
 // Determinism: Date (a seeded clock) and the random sources of ids (crypto.randomUUID,
 // crypto.getRandomValues) are replaced before pi is imported, so a seed gives the same files.
 
@@ -649,6 +655,30 @@ async function evaluate(args) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Listing: pi's SessionManager.listAll(dir) for each directory, one JSON line per directory: the
+// SessionInfo of every file pi lists there, in pi's order (times as milliseconds, null when invalid).
+
+async function list(args) {
+  const pi = await loadPi();
+  const time = (date) => (date instanceof Date && !Number.isNaN(date.getTime()) ? date.getTime() : null);
+  for (const dir of args._) {
+    const infos = await pi.SessionManager.listAll(resolve(dir));
+    const rows = infos.map((info) => ({
+      path: info.path,
+      id: info.id,
+      cwd: info.cwd,
+      name: info.name ?? null,
+      parentSessionPath: info.parentSessionPath ?? null,
+      created: time(info.created),
+      modified: time(info.modified),
+      messageCount: info.messageCount,
+      firstMessage: info.firstMessage,
+    }));
+    process.stdout.write(`${JSON.stringify(rows)}\n`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
   const args = { _: [] };
@@ -663,8 +693,9 @@ const [mode, ...rest] = process.argv.slice(2);
 try {
   if (mode === "generate") await generate(parseArgs(rest));
   else if (mode === "eval") await evaluate(parseArgs(rest));
+  else if (mode === "list") await list(parseArgs(rest));
   else {
-    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE...\n");
+    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE... | list DIR...\n");
     process.exit(2);
   }
 } catch (error) {
