@@ -161,9 +161,19 @@ class SessionStore:
     def session(self, session_id: str) -> SessionInfo:
         return self._entries.session(session_id)
 
-    def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
-        """Sessions, newest first (by last message time, then creation); reads no entry payload."""
-        return self._entries.list_sessions(cwd=cwd)
+    def list_sessions(
+        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
+        """pi's session list (``SessionManager.list``): id, cwd, name, parent session, created, modified as
+        pi computes the last activity, message count and first message, newest first; ``cwd`` (resolved as
+        pi resolves it), ``since_ms`` (modified then or later) and ``limit`` narrow it. Reads no payload."""
+        return self._entries.list_sessions(cwd=cwd, since_ms=since_ms, limit=limit)
+
+    def most_recent_session(self, *, cwd: str | None = None) -> str | None:
+        """The session pi's ``continueRecent`` resumes: the most recently active one (of ``cwd``, resolved
+        as pi resolves it); ``None`` when there is none."""
+        latest = self._entries.list_sessions(cwd=cwd, limit=1)
+        return latest[0].id if latest else None
 
     def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""

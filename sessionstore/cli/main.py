@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from sessionstore.api import SessionStore
 from sessionstore.cli import render
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError, SessionStoreError, StoreError
+from sessionstore.models import js
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
@@ -412,18 +413,31 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, s
 
 
 @cli.command()
-@click.argument("session", type=TEXT)
+@click.argument("session", type=TEXT, required=False)
+@click.option("--latest", is_flag=True, help="The most recently active session (pi's --continue); with --cwd, of DIR.")
+@click.option("--cwd", default=None, type=TEXT, metavar="DIR", help="With --latest: the latest session of DIR.")
 @click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Build the context at this entry.")
 @click.option("--provider-safe", is_flag=True, help="Drop error/aborted turns, add results for unanswered calls.")
 @click.option("--full", is_flag=True, help="Do not shorten long texts in the readable output.")
 @json_option
 @pass_ctx
 @handle_errors
-def context(ctx: Ctx, session: str, leaf: str | None, provider_safe: bool, full: bool, as_json: bool) -> None:
-    """Show what a model call at the leaf gets: messages, provider messages, diagnostics."""
-    result = ctx.store.context(
-        ctx.session_id(session), leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe
-    )
+def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: str | None, provider_safe: bool,
+            full: bool, as_json: bool) -> None:
+    """Show what a model call at the leaf of SESSION (or, with --latest, of the most recent session)
+    gets: messages, provider messages, diagnostics."""
+    if latest == (session is not None):
+        fail("give a SESSION or --latest (not both)")
+    if cwd is not None and not latest:
+        fail("--cwd goes with --latest")
+    if session is None:
+        found = ctx.store.most_recent_session(cwd=cwd)
+        if found is None:
+            fail("no session yet" + (f" in {cwd}" if cwd is not None else ""))
+        session_id = str(found)
+    else:
+        session_id = ctx.session_id(session)
+    result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
     if as_json:
         emit_json(result.to_json())
     else:
@@ -535,14 +549,28 @@ def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
         sys.exit(1)
 
 
+def _since_ms(since: str | None) -> int | None:
+    """``--since``: a date or a time as JavaScript's ``new Date()`` reads it (``2025-01-31``: midnight UTC;
+    ``2025-01-31T09:00``: local time), in milliseconds."""
+    if since is None:
+        return None
+    when = js.date_ms(since)
+    if when is None:
+        fail(f"--since: not a date: {since!r} (e.g. 2025-01-31 or 2025-01-31T09:00)")
+    return when
+
+
 @cli.command("ls")
-@click.option("--cwd", default=None, type=TEXT, help="Only sessions started in this directory.")
+@click.option("--cwd", default=None, type=TEXT,
+              help="Only sessions started in this directory (resolved as pi resolves it: ., ~, relative paths).")
+@click.option("--since", default=None, type=TEXT, metavar="DATE", help="Only sessions active since DATE.")
+@click.option("--limit", default=None, type=click.IntRange(min=0), metavar="N", help="At most N sessions.")
 @json_option
 @pass_ctx
 @handle_errors
-def ls_cmd(ctx: Ctx, cwd: str | None, as_json: bool) -> None:
-    """List sessions, newest first."""
-    infos = ctx.store.list_sessions(cwd=cwd)
+def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, as_json: bool) -> None:
+    """List sessions as pi lists them: newest activity first, with pi's message count and first message."""
+    infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit)
     if as_json:
         emit_json([i.to_json() for i in infos])
     else:

@@ -4,8 +4,11 @@ context building, so that the facts stored for an entry and the context built fr
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from sessionstore.models import js
 
@@ -72,3 +75,21 @@ def listing_modified_ms(last_activity_ms: int | None, header_timestamp: Any) -> 
     if last_activity_ms is not None and last_activity_ms > 0:
         return last_activity_ms
     return js.date_ms(header_timestamp)
+
+
+def resolve_path(path: str, base: str) -> str:
+    """pi's ``resolvePath`` on POSIX: ``~`` and ``~/...`` expanded to ``$HOME``, a ``file://`` URL read as
+    its path, then made absolute against ``base`` and normalised (``.``, ``..``, repeated and trailing
+    slashes), without touching the filesystem. Session directories match by this form."""
+    if path == "~" or path.startswith("~/"):
+        path = os.path.join(os.path.expanduser("~"), path[2:]) if path != "~" else os.path.expanduser("~")
+    elif path.startswith("file://"):
+        path = unquote(urlparse(path).path)
+    joined = path if path.startswith("/") else os.path.join(base, path)
+    normal = posixpath.normpath(joined)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
+def cwd_matches(cwd: Any, resolved: str, base: str) -> bool:
+    """pi's ``sessionCwdMatches``: a session's non-empty ``cwd`` names the resolved directory."""
+    return isinstance(cwd, str) and cwd != "" and resolve_path(cwd, base) == resolved

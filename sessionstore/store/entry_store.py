@@ -4,6 +4,7 @@ module names no database (see ``backend`` for the contract, ``sqlite`` and ``pos
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH
-from sessionstore.models.rules import is_compaction, listing_modified_ms
+from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
@@ -249,14 +250,28 @@ class EntryStore:
             raise SessionNotFoundError(session_id)
         return dict(json_loads(row.header))
 
-    def list_sessions(self, *, cwd: str | None = None) -> list[SessionInfo]:
+    def list_sessions(
+        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
         """Sessions in pi's order: newest ``modified`` first (pi's last activity, else the header's time),
-        then by creation and id, as pi's file names order ties; reads no entry payload."""
+        then by creation and id, as pi's file names order ties; reads no entry payload.
+
+        ``cwd``: only sessions started there, compared as pi compares them (both resolved against the
+        current directory: ``.``, ``~``, a trailing slash name the same directory); ``since_ms``: only
+        sessions modified then or later; ``limit``: at most that many."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
         with self.backend.read() as tx:
-            rows = tx.sessions(cwd=None if cwd is None else to_db(cwd))
+            rows = tx.sessions(cwd=None)
         infos = [_info(r) for r in rows]
+        if cwd is not None:
+            base = os.getcwd()
+            wanted = resolve_path(cwd, base)
+            infos = [i for i in infos if cwd_matches(i.cwd, wanted, base)]
+        if since_ms is not None:
+            infos = [i for i in infos if i.modified_ms is not None and i.modified_ms >= since_ms]
         infos.sort(key=lambda i: (i.modified_ms is not None, i.modified_ms or 0, i.created, i.id), reverse=True)
-        return infos
+        return infos if limit is None else infos[:limit]
 
     def leaf(self, session_id: str) -> str | None:
         with self._session_read(session_id) as (_tx, row):
