@@ -426,10 +426,12 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
             full: bool, as_json: bool) -> None:
     """Show what a model call at the leaf of SESSION (or, with --latest, of the most recent session)
     gets: messages, provider messages, diagnostics."""
-    if latest == (session is not None):
-        fail("give a SESSION or --latest (not both)")
+    if session is None and not latest:
+        raise click.UsageError("Missing argument 'SESSION' (or give --latest).")
+    if session is not None and latest:
+        raise click.UsageError("give a SESSION or --latest, not both")
     if cwd is not None and not latest:
-        fail("--cwd goes with --latest")
+        raise click.UsageError("--cwd goes with --latest")
     if session is None:
         found = ctx.store.most_recent_session(cwd=cwd)
         if found is None:

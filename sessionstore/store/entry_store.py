@@ -261,6 +261,10 @@ class EntryStore:
         sessions modified then or later; ``limit``: at most that many."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        if cwd is not None and not isinstance(cwd, str):
+            raise InvalidInputError(f"cwd must be a string, got {type(cwd).__name__}")
+        if since_ms is not None and (isinstance(since_ms, bool) or not isinstance(since_ms, int | float)):
+            raise InvalidInputError(f"since_ms must be a number of milliseconds, got {since_ms!r}")
         with self.backend.read() as tx:
             rows = tx.sessions(cwd=None)
         infos = [_info(r) for r in rows]
