@@ -57,21 +57,20 @@ order, spread 0.66-1.29x) and 0.93x interleaved (spread 0.81-1.31x).
 Bytes on disk (table 2): after each round both sides are closed and their WAL checkpointed into the
 database file (``PRAGMA wal_checkpoint(TRUNCATE)``: the WAL is then empty); B/msg = (database file +
 WAL + shm) / messages, from the last round of each size; both include their fixed schema pages (the
-store: sessions, alembic_version, triggers; a few bytes per message at 10,000). Split with SQLite's
-``dbstat`` table (``-`` where SQLite lacks it): payload = the JSON text each side stores per message
-(the store: the whole entry line; the peer: ``json.dumps(item)``); indexes = the pages of the index
-b-trees (the store has three on entries: primary key, entry id, parent; the peer one); slack = unused
-bytes in the pages of the message table (a 4 KiB page holds a whole number of rows: at 1,000
-characters the store's rows fit two to a page, the peer's three); other = the rest (the other
-columns, record headers, schema pages). ratio = store B/msg / peer B/msg. The ratio depends on
-where the rows fall against the page size: with 2,000 messages on the development machine it was
-1.75x at ``--text-chars 300`` (the fixed per-row part dominates), 1.38x at 600, 1.43x at 800, 1.56x
-at 1,000, 1.06x at 1,200 and 1,500, 1.03x at 2,000 and 4,000. A ``bulk`` row shows the
-files of the resume test, written in one transaction (store ``insert_session``, peer one
+store: sessionstore_sessions, sessionstore_alembic_version, triggers; a few bytes per message at 10,000).
+Split with SQLite's ``dbstat`` table (``-`` where SQLite lacks it): payload = the JSON text each side
+stores per message (the store: the whole entry line; the peer: ``json.dumps(item)``); indexes = the
+pages of the index b-trees (the store has three on entries: primary key, entry id, parent; the peer
+one); slack = unused bytes in the pages of the message table (a page holds a whole number of rows; the
+store's pages are 8 KiB, the peer's SQLite's default 4 KiB); other = the rest (the other columns,
+record headers, schema pages). ratio = store B/msg / peer B/msg. With 4 KiB pages (before revision
+0006) the ratio depended on where the rows fell against the page size (1.03-1.75x for texts of 300 to
+4,000 characters); 8 KiB pages hold four to six such rows and leave little unused. A ``bulk`` row
+shows the files of the resume test, written in one transaction (store ``import_entries``, peer one
 ``add_items`` of every item).
 
 Resume (table 3): ``--resume-size`` messages (default 100,000; 0 skips) written to one session on
-each side (store: ``insert_session``; peer: one ``add_items`` call), not timed, then both reopened
+each side (store: ``import_entries``; peer: one ``add_items`` call), not timed, then both reopened
 (a new ``SessionStore``, a new ``SQLiteSession``) and timed with warm caches, one warm-up each and
 ``--resume-repeat`` runs (default 3) alternating which side goes first; one result alive at a time:
 
@@ -472,7 +471,7 @@ async def run_resume(workdir: Path, size: int, repeat: int, msgs: Messages, keep
         await peer_builder.add_items([msgs.peer[i % len(msgs.peer)] for i in range(size)])
     finally:
         peer_builder.close()
-    log(f"  built: store insert_session {built_store:.1f}s, peer add_items {time.perf_counter() - began:.1f}s")
+    log(f"  built: store import_entries {built_store:.1f}s, peer add_items {time.perf_counter() - began:.1f}s")
     disk = measure_disk(f"{size:,} bulk", size, store_db, peer_db)
     expected = [msgs.texts[i % len(msgs.texts)] for i in range(size)]
 
@@ -632,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--text-chars", type=int, default=TEXT_CHARS,
         help=f"characters of each message's text (default {TEXT_CHARS}; bytes per message depend on how many rows"
-        " fit in a 4 KiB page)",
+        " fit in a page)",
     )
     parser.add_argument("--keep", metavar="DIR", help="write the databases to DIR and keep them")
     parser.add_argument("--quick", action="store_true", help="a small smoke run (seconds, not minutes)")
