@@ -14,6 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from sessionstore.api import SessionStore
@@ -174,3 +175,50 @@ def test_readers_during_appends_see_whole_paths_and_contexts(db_url: str, tmp_pa
     with SessionStore(db_url) as store:
         assert len(check_single_chain(store, sid)) == 2 * READ_TEST_APPENDS
     print(f"\n[{db_url.split(':')[0]}] readers during appends: {[r['reads'] for r in read]} whole reads")
+
+
+def test_a_write_from_inside_an_import_on_sqlite_is_refused_at_once_not_after_the_busy_timeout(
+    sqlite_url: str,
+) -> None:
+    """SQLite has one writer: a write started from the entries an import is reading (same thread)
+    would wait for the import's own lock; it is refused at once instead."""
+    import time
+
+    from sessionstore.errors import StoreError
+
+    with SessionStore(sqlite_url) as store:
+        other = store.create_session(cwd="/w")
+
+        def entries() -> Any:
+            store.append_message(other, {"role": "user", "content": "from inside", "timestamp": 1})
+            yield {"type": "message", "id": "a", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z",
+                   "message": {"role": "user", "content": "x", "timestamp": 1}}
+
+        began = time.monotonic()
+        with pytest.raises(StoreError, match="inside another write"):
+            store.import_entries({"type": "session", "version": 3, "id": "inner", "timestamp": "t", "cwd": "/w"},
+                                 entries())
+        assert time.monotonic() - began < 5
+        assert [e["type"] for e in store.entries(other)] == []
+        store.append_message(other, {"role": "user", "content": "after", "timestamp": 1})  # the store goes on
+
+
+def test_a_forked_child_appends_on_a_connection_of_its_own(sqlite_url: str) -> None:
+    import os
+
+    with SessionStore(sqlite_url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, {"role": "user", "content": "parent", "timestamp": 1})
+        pid = os.fork()
+        if pid == 0:  # the child: append, close, and report through the exit status
+            code = 1
+            try:
+                store.append_message(sid, {"role": "user", "content": "child", "timestamp": 2})
+                store.close()
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        store.append_message(sid, {"role": "user", "content": "parent again", "timestamp": 3})
+        assert [e["message"]["content"] for e in store.entries(sid)] == ["parent", "child", "parent again"]

@@ -167,8 +167,9 @@ class SqliteBackend:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._local = threading.local()
-        self._kept: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()  # connection -> its pid
         self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     @contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -180,19 +181,27 @@ class SqliteBackend:
         with self._transaction("BEGIN IMMEDIATE", write=True, bulk=bulk) as tx:
             yield tx
 
-    def _own_connection(self) -> tuple[Any, bool]:
-        """This thread's connection (``True``), or a pooled one (``False``) while it is in use."""
+    def _own_connection(self, *, write: bool) -> tuple[Any, bool]:
+        """This thread's connection (``True``), or a pooled one (``False``) while it is in use. A write
+        while this thread's own write is open is refused: it would wait for itself (the busy timeout)."""
         local = self._local
         raw = getattr(local, "raw", None)
         if raw is not None and local.pid == os.getpid():
             if local.busy:
+                if write and local.writing:
+                    raise StoreError("a write was started inside another write of the same thread (e.g. from the"
+                                     " entries an import is reading): it would wait for itself")
                 return self.engine.raw_connection(), False
             return raw, True
+        if getattr(local, "pid", os.getpid()) != os.getpid() or self._pid != os.getpid():
+            # A forked child: the pool's connections are the parent's; they stay with it, unused here.
+            self.engine.dispose(close=False)
+            self._pid = os.getpid()
         raw = self.engine.raw_connection()
         raw.detach()  # no longer the pool's: it stays with this thread
-        local.raw, local.pid, local.busy = raw, os.getpid(), False
+        local.raw, local.pid, local.busy, local.writing = raw, os.getpid(), False, False
         with self._lock:
-            self._kept.add(raw)
+            self._kept[raw] = os.getpid()
         return raw, True
 
     def _drop_own(self) -> None:
@@ -207,12 +216,15 @@ class SqliteBackend:
         """``bulk``: an import: this transaction checks no foreign key (the caller checks every parent,
         in this session, before its child) and gets a larger page cache; both are restored after."""
         try:
-            raw, own = self._own_connection()
+            raw, own = self._own_connection(write=write)
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"cannot open the database: {exc}") from exc
         broken = False
         if own:
             self._local.busy = True
+            self._local.writing = write
         try:
             cursor = raw.cursor()
             try:
@@ -240,7 +252,7 @@ class SqliteBackend:
             raise translate(exc, write=write) from exc
         finally:
             if own:
-                self._local.busy = False
+                self._local.busy = self._local.writing = False
                 if broken:
                     self._drop_own()
             elif broken:
@@ -250,10 +262,11 @@ class SqliteBackend:
 
     def close(self) -> None:
         with self._lock:
-            kept, self._kept = list(self._kept), weakref.WeakSet()
-        for raw in kept:
-            with suppress(Exception):
-                raw.close()
+            kept, self._kept = list(self._kept.items()), weakref.WeakKeyDictionary()
+        for raw, pid in kept:
+            if pid == os.getpid():  # (a forked child leaves the parent's connections alone)
+                with suppress(Exception):
+                    raw.close()
         self._local = threading.local()
         self.engine.dispose()
 

@@ -193,7 +193,8 @@ def path_sql(table: str, param: str) -> str:
     the child of the one before, so one depth more): the recursion goes from run to run (from a run's
     first entry to its parent's run), and each run is one range of the primary key. A run that
     reaches above depth ``stop`` is cut at the entry of that depth (``seq - (depth - stop)``), where
-    the walk ends: a compacted session's tail is read, not its whole run."""
+    the walk ends: a compacted session's tail is read, not its whole run. A leaf above depth ``stop``
+    has no entry there: the walk is empty (``on_path`` of a deeper entry is false)."""
     k, leaf, stop = param.format("key"), param.format("leaf"), param.format("stop")
 
     def first(row: str) -> str:
@@ -202,7 +203,8 @@ def path_sql(table: str, param: str) -> str:
 
     return f"""
     WITH RECURSIVE runs(first_seq, last_seq) AS (
-        SELECT {first("leaf")}, leaf.seq FROM {table} leaf WHERE leaf.session_key = {k} AND leaf.seq = {leaf}
+        SELECT {first("leaf")}, leaf.seq FROM {table} leaf
+        WHERE leaf.session_key = {k} AND leaf.seq = {leaf} AND leaf.depth >= {stop}
         UNION ALL
         SELECT {first("up")}, up.seq
         FROM runs

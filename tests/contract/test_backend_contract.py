@@ -289,3 +289,20 @@ def test_a_locked_head_makes_a_second_writer_wait_and_read_what_the_first_left(
         tx.update_head(HeadUpdate(key, None, None, 5, 0, None, None, None), texts_changed=False)
     thread.join(timeout=30)
     assert seen == [5]
+
+
+def test_an_entry_deeper_than_the_leaf_is_never_on_its_path(make_backend: BackendFactory) -> None:
+    """A leaf high on a branch and a deeper entry of another branch below a common ancestor: the walk
+    from the leaf down to the deeper entry's depth is empty, not a walk from some unrelated entry."""
+    backend = make_backend()
+    shape: list[str | None] = [None, "e0", "e1", "e2", "e3", "e0", "e4", "e6"]  # e5 = a branch at e0
+    with backend.write() as tx:
+        key = new_session(tx)
+        for row, _facts in tree_rows(key, shape):
+            tx.insert_entry(row)
+    with backend.read() as tx:
+        for seq in range(len(shape)):
+            target = tx.facts(key, f"e{seq}")
+            assert target is not None
+            assert tx.on_path(key, 5, target) == (seq in (0, 5)), seq
+        assert tx.path(key, 5, from_depth=3).payloads == []

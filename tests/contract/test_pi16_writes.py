@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from sessionstore.api import SessionStore
-from sessionstore.errors import EntryNotFoundError, InvalidInputError, SessionNotFoundError
+from sessionstore.errors import EntryNotFoundError, InvalidCompactionError, InvalidInputError, SessionNotFoundError
 from sessionstore.models.messages import system_message
 from sessionstore.store.entry_store import EntryStore
 from tests.builders import assistant, user
@@ -201,3 +201,13 @@ def test_a_session_raw_sql_marked_deleting_can_be_deleted_and_its_id_imported_ag
     store.delete_session(sid)
     with pytest.raises(SessionNotFoundError):
         store.delete_session(sid)
+
+
+def test_compact_refuses_a_first_kept_entry_deeper_on_another_branch(store: SessionStore) -> None:
+    sid = store.create_session(cwd="/w")
+    ids = [store.append_message(sid, {"role": "user", "content": f"m{i}", "timestamp": 1}) for i in range(5)]
+    store.branch(sid, ids[0])
+    side = store.append_message(sid, {"role": "user", "content": "side", "timestamp": 1})
+    assert store.leaf(sid) == side
+    with pytest.raises(InvalidCompactionError, match="not on the path"):
+        store.compact(sid, summary="S", first_kept_entry_id=ids[3], tokens_before=1)
