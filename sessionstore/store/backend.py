@@ -191,8 +191,8 @@ class Tx(Protocol):
         """The session's listing row, ``None`` when absent or marked deleting."""
         ...
 
-    def sessions(self, *, cwd: str | None) -> list[SessionRow]:
-        """Every session not marked deleting (of ``cwd``, in its stored form, when given), any order."""
+    def sessions(self) -> list[SessionRow]:
+        """Every session not marked deleting, any order (listings filter and sort them)."""
         ...
 
     def insert_session(self, values: NewSession) -> int:

@@ -69,12 +69,18 @@ class AppendView:
         self.head = head
         self._parent = parent
 
-    def entry_on_path(self, entry_id: Any) -> Json | None:
-        """The entry ``entry_id`` when it is on the path the new entry extends (its parent's), else ``None``."""
+    def facts_on_path(self, entry_id: Any) -> NodeFacts | None:
+        """The facts of ``entry_id`` when it is on the path the new entry extends (its parent's), else ``None``."""
         if not isinstance(entry_id, str) or self._parent is None:
             return None
         target = self._tx.facts(self.head.key, to_db(entry_id))
         if target is None or not self._tx.on_path(self.head.key, self._parent.seq, target):
+            return None
+        return target
+
+    def entry_on_path(self, entry_id: Any) -> Json | None:
+        """The entry ``entry_id`` when it is on the path the new entry extends, else ``None``."""
+        if self.facts_on_path(entry_id) is None:
             return None
         text = self._tx.payload(self.head.key, to_db(entry_id))
         return None if text is None else dict(json_loads(text))
@@ -266,7 +272,7 @@ class EntryStore:
         if since_ms is not None and (isinstance(since_ms, bool) or not isinstance(since_ms, int | float)):
             raise InvalidInputError(f"since_ms must be a number of milliseconds, got {since_ms!r}")
         with self.backend.read() as tx:
-            rows = tx.sessions(cwd=None)
+            rows = tx.sessions()
         infos = [_info(r) for r in rows]
         if cwd is not None:
             base = os.getcwd()
@@ -487,9 +493,8 @@ class EntryStore:
             seq = head.stats.entry_count
             kept_depth = None
             if is_compaction(entry):
-                kept = view.entry_on_path(entry.get("firstKeptEntryId"))
-                if kept is not None:
-                    kept_depth = self._facts(tx, head.key, session_id, kept["id"]).depth
+                kept = view.facts_on_path(entry.get("firstKeptEntryId"))
+                kept_depth = None if kept is None else kept.depth
             facts = facts_for(entry, seq, parent_facts, kept_depth)
             texts_before = (head.stats.name, head.stats.first_message)
             head.stats.add(entry)

@@ -71,7 +71,6 @@ STATEMENTS = Statements(
     head_for_update=_HEAD + " FOR UPDATE",  # a writer that waited reads the row the previous one left
     session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = %(sid)s AND NOT deleting",
     sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
-    sessions_of_cwd=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE cwd = %(cwd)s AND NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
         " deleting) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"

@@ -62,7 +62,6 @@ STATEMENTS = Statements(
     head_for_update=_HEAD,  # BEGIN IMMEDIATE already serialises the writers
     session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = :sid AND NOT deleting",
     sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
-    sessions_of_cwd=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE cwd = :cwd AND NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
         " deleting) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE)"

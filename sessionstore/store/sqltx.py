@@ -14,7 +14,6 @@ from sessionstore.store.backend import (
     ExportHead,
     HeadRow,
     HeadUpdate,
-    NewSession,
     PathSlice,
     SessionRow,
     TreeRow,
@@ -37,7 +36,6 @@ class Statements:
     session: str
     """:class:`SessionRow` of session ``sid`` unless it is marked deleting."""
     sessions: str
-    sessions_of_cwd: str
     insert_session: str
     update_head: str
     update_head_counts: str
@@ -93,8 +91,8 @@ def path_slice(rows: list[Any]) -> PathSlice:
 
 
 class StatementTx:
-    """Runs ``statements`` on ``cursor``; subclasses add ``insert_session``, ``bulk_sink`` and
-    ``write_payload_lines``, which differ by database."""
+    """Runs ``statements`` on ``cursor``; each database's subclass adds the primitives that differ by
+    database (``insert_session``, ``bulk_sink``, ``write_payload_lines``) and so completes ``Tx``."""
 
     def __init__(self, cursor: Any, statements: Statements) -> None:
         self.cursor = cursor
@@ -117,10 +115,8 @@ class StatementTx:
         row = self._one(self.sql.session, {"sid": session_id})
         return None if row is None else SessionRow._make(row)
 
-    def sessions(self, *, cwd: str | None) -> list[SessionRow]:
-        if cwd is None:
-            return [SessionRow._make(r) for r in self._all(self.sql.sessions, {})]
-        return [SessionRow._make(r) for r in self._all(self.sql.sessions_of_cwd, {"cwd": cwd})]
+    def sessions(self) -> list[SessionRow]:
+        return [SessionRow._make(r) for r in self._all(self.sql.sessions, {})]
 
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
         params = head_update_params(update)
@@ -181,9 +177,6 @@ class StatementTx:
     def export_head(self, session_id: str) -> ExportHead | None:
         row = self._one(self.sql.export_head, {"sid": session_id})
         return None if row is None else ExportHead._make(row[: len(ExportHead._fields)])
-
-    def insert_session(self, values: NewSession) -> int:
-        raise NotImplementedError
 
 
 def path_sql(table: str, param: str) -> str:

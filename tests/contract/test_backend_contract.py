@@ -98,8 +98,7 @@ def test_a_new_session_gets_a_key_of_its_own_and_an_empty_head(make_backend: Bac
         assert head is not None and head.key == first and not head.deleting
         assert (head.entry_count, head.leaf_id, head.leaf_facts) == (0, None, None)
         assert tx.head("missing", lock=False) is None and tx.session("missing") is None
-        assert sorted(r.id for r in tx.sessions(cwd=None)) == ["a", "b"]
-        assert tx.sessions(cwd="/elsewhere") == []
+        assert sorted(r.id for r in tx.sessions()) == ["a", "b"]
 
 
 def test_the_head_gives_back_the_leaf_facts_and_counts_written(
@@ -201,7 +200,7 @@ def test_a_write_that_raises_is_rolled_back_and_the_backend_goes_on(make_backend
     with backend.write() as tx:
         new_session(tx, "kept")
     with backend.read() as tx:
-        assert [r.id for r in tx.sessions(cwd=None)] == ["kept"]
+        assert [r.id for r in tx.sessions()] == ["kept"]
 
 
 def test_a_bulk_sink_stores_every_row_and_a_failed_bulk_write_none(make_backend: BackendFactory) -> None:
@@ -238,7 +237,7 @@ def test_set_leaf_and_delete_session_change_only_their_session(
         tx.delete_session(key)
     with backend.read() as tx:
         assert tx.head("s", lock=False) is None and tx.count_entries(key) == 0
-        assert [r.key for r in tx.sessions(cwd=None)] == [other]
+        assert [r.key for r in tx.sessions()] == [other]
 
 
 def test_a_read_sees_one_snapshot_while_another_backend_writes(make_backend: BackendFactory) -> None:
@@ -246,7 +245,7 @@ def test_a_read_sees_one_snapshot_while_another_backend_writes(make_backend: Bac
     with writer.write() as tx:
         new_session(tx, "first")
     with reader.read() as tx:
-        assert [r.id for r in tx.sessions(cwd=None)] == ["first"]
+        assert [r.id for r in tx.sessions()] == ["first"]
         done = threading.Event()
 
         def write_another() -> None:
@@ -258,9 +257,9 @@ def test_a_read_sees_one_snapshot_while_another_backend_writes(make_backend: Bac
         thread.start()
         thread.join(timeout=30)
         assert done.is_set()
-        assert [r.id for r in tx.sessions(cwd=None)] == ["first"]
+        assert [r.id for r in tx.sessions()] == ["first"]
     with reader.read() as tx:
-        assert sorted(r.id for r in tx.sessions(cwd=None)) == ["first", "second"]
+        assert sorted(r.id for r in tx.sessions()) == ["first", "second"]
 
 
 def test_a_locked_head_makes_a_second_writer_wait_and_read_what_the_first_left(
