@@ -207,3 +207,31 @@ def test_append_context_edit_usage_and_label_go_through_the_api_checks(run) -> N
     assert missing.exit_code == 2 and "nope" in missing.stderr
     no_replacement = run("append", sid, "--type", "context_edit", input=json.dumps({"targetId": first}))
     assert no_replacement.exit_code == 2 and "replacement" in no_replacement.stderr
+
+
+def test_every_typed_append_goes_through_its_api_method(run) -> None:  # type: ignore[no-untyped-def]
+    """model_change, thinking_level_change, custom, custom_message, session_info and branch_summary
+    appends run the API's checks and its pi 1.6 rules, as the labels and edits above do."""
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    run("append", sid, input=json.dumps(user("hi")))
+
+    def show(entry_id: str) -> dict[str, object]:
+        shown: dict[str, object] = json.loads(run("show", sid, entry_id).stdout)
+        return shown
+
+    named = run("append", sid, "--type", "session_info", input=json.dumps({"name": " two\r\nlines "})).stdout.strip()
+    assert show(named)["name"] == "two lines"  # CR/LF runs fold into one space, then trimmed (pi 1.6)
+    model = run("append", sid, "--type", "model_change", input=json.dumps({"provider": "p", "modelId": "m"}))
+    assert show(model.stdout.strip())["modelId"] == "m"
+    assert run("append", sid, "--type", "model_change", input=json.dumps({"provider": 5})).exit_code == 2
+    level = run("append", sid, "--type", "thinking_level_change", input=json.dumps({"thinkingLevel": "high"}))
+    assert json.loads(run("context", "--json", sid).stdout)["thinkingLevel"] == "high" and level.exit_code == 0
+    custom = run("append", sid, "--type", "custom", input=b'{"customType": "x", "data": {"v": [1, 2]}}')
+    assert show(custom.stdout.strip())["data"] == {"v": [1, 2]}
+    bad_display = run("append", sid, "--type", "custom_message",
+                      input=json.dumps({"customType": "x", "content": "c", "display": "yes"}))
+    assert bad_display.exit_code == 2 and "display" in bad_display.stderr
+    leaf = run("append", sid, "--type", "custom_message", input=json.dumps({"customType": "x", "content": "c"}))
+    summary = run("append", sid, "--type", "branch_summary", input=json.dumps({"summary": "s", "fromId": "ignored"}))
+    stored = show(summary.stdout.strip())
+    assert stored["fromId"] == leaf.stdout.strip() and stored["parentId"] == leaf.stdout.strip()

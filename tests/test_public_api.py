@@ -50,3 +50,15 @@ def test_importing_the_package_loads_no_database_or_model_code() -> None:
     code = f"import sys, sessionstore; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_context_offers_its_messages_as_the_models_they_were_appended_as(tmp_path: Path) -> None:
+    from sessionstore import SessionStore, UserMessage, user_message
+
+    with SessionStore(f"sqlite:///{tmp_path / 'm.db'}") as store:
+        sid = store.create_session(cwd="/w")
+        sent = user_message("hi")
+        store.append_message(sid, sent)
+        context = store.context(sid)
+    (model,) = context.message_models()
+    assert isinstance(model, UserMessage) and model.to_wire() == sent.to_wire() == context.messages[0]

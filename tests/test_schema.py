@@ -619,3 +619,31 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
         assert result.exit_code == 0, result.output
         assert _seen(again, imported)[:3] == upgraded[:3]
         assert {s.id for s in again.list_sessions()} == {s.id for s in seen[imported][4]} - {tree}
+
+
+def test_a_new_sqlite_database_gets_8_kib_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    new = tmp_path / "new.db"
+    with SessionStore(f"sqlite:///{new}"):
+        pass
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old)
+    conn.execute("CREATE TABLE other_library (x)")  # written before: its page size stays
+    conn.commit()
+    conn.close()
+    with SessionStore(f"sqlite:///{old}"):
+        pass
+    assert [sqlite3.connect(p).execute("PRAGMA page_size").fetchone()[0] for p in (new, old)] == [8192, 4096]
+
+
+def test_an_appended_assistant_message_is_stored_with_pis_integral_costs(tmp_path: Path) -> None:
+    """Costs stay JSON integers where they are integral (``JSON.stringify`` writes 0, not 0.0)."""
+    from sessionstore import assistant_message
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with SessionStore(url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, assistant_message([{"type": "text", "text": "a"}], api="x", provider="p",
+                                                    model="m"))
+        out = io.BytesIO()
+        store.export_jsonl(sid, out)
+    assert b'"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}' in out.getvalue()
