@@ -38,6 +38,9 @@
 //     "created", "modified", "messageCount", "firstMessage"}; times in milliseconds, null if invalid).
 //     It only reads the files.
 //
+//   node pi_oracle.mjs resolve BASE PATH...
+//     One JSON array: pi's resolvePath(PATH, BASE) of each PATH (utils/paths.js).
+//
 // Determinism: Date (a seeded clock) and the random sources of ids (crypto.randomUUID,
 // crypto.getRandomValues) are replaced before pi is imported, so a seed gives the same files.
 
@@ -678,6 +681,14 @@ async function list(args) {
   }
 }
 
+// Paths: pi's resolvePath(PATH, BASE) for each PATH, one JSON array (how pi matches a session's cwd).
+
+async function resolvePaths(args) {
+  const paths = await import(pathToFileURL(join(packageRoot(), "dist", "utils", "paths.js")).href);
+  const [base, ...inputs] = args._;
+  process.stdout.write(`${JSON.stringify(inputs.map((input) => paths.resolvePath(input, base)))}\n`);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
@@ -694,8 +705,9 @@ try {
   if (mode === "generate") await generate(parseArgs(rest));
   else if (mode === "eval") await evaluate(parseArgs(rest));
   else if (mode === "list") await list(parseArgs(rest));
+  else if (mode === "resolve") await resolvePaths({ _: rest });
   else {
-    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE... | list DIR...\n");
+    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE... | list DIR... | resolve BASE PATH...\n");
     process.exit(2);
   }
 } catch (error) {

@@ -5,12 +5,14 @@ message, created, modified) in pi's order. pi runs live (``pi_oracle.mjs list``)
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessionstore.api import SessionStore
+from sessionstore.models.rules import resolve_path
 from sessionstore.store.records import SessionInfo
 from tests.differential.conftest import FIXTURE_DIRS, Generated
 from tests.differential.oracle import Oracle, list_dirs
@@ -84,3 +86,13 @@ def test_the_store_lists_the_fixture_sessions_as_pi_lists_them(
     # content that is neither text nor a list, a non-string name); the store lists every session, and
     # only the sessions pi lists are compared.
     assert compare_dir(store, rows, files) == []
+
+
+PATHS = ["", ".", "..", "repo", "repo/", "a//b/./c/..", "/", "/w/repo", "/w/repo/", "//w/repo", "/w/../x",
+         "~", "~/", "~/repo", "~repo", "file:///w/my%20repo", "file:///w/r%C3%A9po/", "./~/x", " spaced "]
+
+
+def test_directories_resolve_as_pis_resolve_path_resolves_them(oracle: Oracle) -> None:
+    base = "/work/base/dir"
+    (pi,) = [json.loads(line) for line in oracle.run("resolve", base, *PATHS).splitlines()]
+    assert [resolve_path(path, base) for path in PATHS] == pi
