@@ -19,11 +19,12 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"errors", "models", "validate"},
     "store": {"errors", "models", "wire", "validate", "_migrations"},
     "context": {"errors", "models", "validate", "wire"},
-    "api": {"errors", "models", "wire", "validate", "store", "context"},
+    "catalog": {"errors", "models", "wire", "validate", "store"},
+    "api": {"errors", "models", "wire", "validate", "store", "context", "catalog"},
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
-    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo"},
-    "__init__": {"api", "models", "validate", "errors", "store"},
+    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog"},
+    "__init__": {"api", "models", "validate", "errors", "store", "catalog"},
 }
 
 

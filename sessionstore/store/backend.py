@@ -22,7 +22,7 @@ from typing import IO, Any, NamedTuple, Protocol
 import orjson
 
 from sessionstore.store.dbtext import to_db
-from sessionstore.store.facts import NodeFacts
+from sessionstore.store.facts import NodeFacts, UsageRow
 
 
 class EntryRow(NamedTuple):
@@ -75,6 +75,10 @@ class HeadRow(NamedTuple):
     name: str | None
     first_message: str | None
     modified_ms: int | None
+    user_messages: int
+    assistant_messages: int
+    tool_results: int
+    tool_calls: int
     leaf_id: str | None
     leaf_seq: int | None
     leaf_run_start: int | None
@@ -106,6 +110,10 @@ class SessionRow(NamedTuple):
     message_count: int
     first_message: str | None
     modified_ms: int | None
+    user_messages: int
+    assistant_messages: int
+    tool_results: int
+    tool_calls: int
     header: str
 
 
@@ -162,6 +170,20 @@ class HeadUpdate(NamedTuple):
     name: str | None
     first_message: str | None
     modified_ms: int | None
+    user_messages: int = 0
+    assistant_messages: int = 0
+    tool_results: int = 0
+    tool_calls: int = 0
+
+
+class SearchRow(NamedTuple):
+    """A ``sessionstore_search`` row: an entry's folded search texts (``models.entry_catalog``)."""
+
+    session_key: int
+    seq: int
+    role: str
+    text: str
+    extra: str
 
 
 def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
@@ -174,7 +196,9 @@ def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
 class EntrySink(Protocol):
     """Rows of a bulk write (an import); every row added is in the transaction once the sink is closed."""
 
-    def add(self, row: EntryRow) -> None: ...
+    def add(self, row: EntryRow, search: SearchRow | None = None) -> None:
+        """Add an entry's row, and its search row when it has one."""
+        ...
 
 
 class Tx(Protocol):
@@ -206,12 +230,21 @@ class Tx(Protocol):
     def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None: ...
 
     def delete_session(self, key: int) -> None:
-        """Remove the session row and its entries (the append-only triggers let entries go only with it)."""
+        """Remove the session row and its entries (the append-only triggers let entries go only with it);
+        its catalog rows go with the row."""
         ...
 
     # -- entries -------------------------------------------------------------------------------
     def insert_entry(self, row: EntryRow) -> None:
         """Insert one entry; a taken ``(session_key, entry_id)`` raises ``EntryIdTakenError``."""
+        ...
+
+    def add_search(self, row: SearchRow) -> None:
+        """Insert an entry's search row (its index follows in the same transaction)."""
+        ...
+
+    def add_usage(self, rows: Sequence[UsageRow]) -> None:
+        """Add usage sums to the session's rows of the same key and day (a missing row is created)."""
         ...
 
     def bulk_sink(self) -> AbstractContextManager[EntrySink]:

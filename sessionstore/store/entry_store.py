@@ -25,14 +25,24 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
+from sessionstore.models.entry_catalog import search_texts, usage_of
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
-from sessionstore.store.backend import Backend, HeadRow, HeadUpdate, NewSession, SessionRow, Tx, entry_row
+from sessionstore.store.backend import (
+    Backend,
+    HeadRow,
+    HeadUpdate,
+    NewSession,
+    SearchRow,
+    SessionRow,
+    Tx,
+    entry_row,
+)
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
-from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, facts_for
+from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for
 from sessionstore.store.records import UNSET, ContextSlice, ImportResult, LabelState, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
@@ -189,6 +199,7 @@ class EntryStore:
         session_id = str(header["id"])
         index = TreeIndex(shared_ids)
         stats = SessionStats()
+        usage = UsageBuckets()
         last_id: str | None = None
         with self.backend.write(bulk=True) as tx:
             existing = tx.head(to_db(session_id), lock=True)
@@ -205,9 +216,10 @@ class EntryStore:
                     except ValueError as exc:
                         raise InvalidInputError(f"{source_name}: entry {entry['id']!r}: {exc}") from None
                     stats.add(entry)
+                    usage.add(entry, usage_of(entry))
                     last_id = entry["id"]
                     payload = text if text is not None else stored_payload(entry)
-                    sink.add(entry_row(key, entry, facts, parent_seq, payload))
+                    sink.add(entry_row(key, entry, facts, parent_seq, payload), _search_row(key, facts.seq, entry))
                     if progress is not None and len(index) % PROGRESS_EVERY == 0:
                         progress()
             if progress is not None:
@@ -216,6 +228,7 @@ class EntryStore:
             if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
                 leaf = leaf_id
             leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
+            tx.add_usage(usage.rows(key))
             tx.update_head(_head_update(key, leaf, leaf_facts, stats), texts_changed=True)
         return ImportResult(session_id, len(index), (), leaf)
 
@@ -475,9 +488,7 @@ class EntryStore:
             row = tx.head(to_db(session_id), lock=True)
             if row is None or row.deleting:
                 raise SessionNotFoundError(session_id)
-            head = SessionHead(row.key, session_id, from_db(row.leaf_id), row.leaf_facts,
-                               SessionStats(row.entry_count, row.message_count, from_db(row.name),
-                                            from_db(row.first_message), row.modified_ms))
+            head = SessionHead(row.key, session_id, from_db(row.leaf_id), row.leaf_facts, _stats(row))
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
             parent_facts = head.leaf_facts
@@ -501,6 +512,12 @@ class EntryStore:
             texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             parent_seq = None if parent_facts is None else parent_facts.seq
             tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
+            search = _search_row(head.key, seq, entry)
+            if search is not None:
+                tx.add_search(search)
+            usage = UsageBuckets()
+            usage.add(entry, usage_of(entry))
+            tx.add_usage(usage.rows(head.key))
             tx.update_head(_head_update(head.key, entry["id"], facts, head.stats), texts_changed=texts_changed)
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
@@ -539,7 +556,22 @@ def _decoded(text: str | None) -> Json | None:
 def _head_update(key: int, leaf_id: str | None, leaf: NodeFacts | None, stats: SessionStats) -> HeadUpdate:
     """The session row after a write: ``leaf_id`` with its facts, and ``stats`` (text in stored form)."""
     return HeadUpdate(key, None if leaf_id is None else to_db(leaf_id), leaf, stats.entry_count,
-                      stats.message_count, to_db(stats.name), to_db(stats.first_message), stats.modified_ms)
+                      stats.message_count, to_db(stats.name), to_db(stats.first_message), stats.modified_ms,
+                      stats.user_messages, stats.assistant_messages, stats.tool_results, stats.tool_calls)
+
+
+def _stats(row: HeadRow) -> SessionStats:
+    """The session's folded columns as its row holds them (text decoded)."""
+    return SessionStats(row.entry_count, row.message_count, from_db(row.name), from_db(row.first_message),
+                        row.modified_ms, row.user_messages, row.assistant_messages, row.tool_results, row.tool_calls)
+
+
+def _search_row(key: int, seq: int, entry: Json) -> SearchRow | None:
+    """The entry's search row (texts in stored form), ``None`` when it has no search text."""
+    texts = search_texts(entry)
+    if texts is None:
+        return None
+    return SearchRow(key, seq, to_db(texts.role), to_db(texts.text), to_db(texts.extra))
 
 
 def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:

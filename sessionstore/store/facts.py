@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sessionstore.models import js
+from sessionstore.models.entry_catalog import Usage, day_of, tool_calls_of
 from sessionstore.models.rules import (
     context_start_depth,
     is_compaction,
@@ -68,6 +69,10 @@ class SessionStats:
     name: str | None = None
     first_message: str | None = None
     modified_ms: int | None = None
+    user_messages: int = 0
+    assistant_messages: int = 0
+    tool_results: int = 0
+    tool_calls: int = 0
 
     def add(self, entry: Mapping[str, Any]) -> None:
         self.entry_count += 1
@@ -79,6 +84,7 @@ class SessionStats:
         if kind != "message":
             return
         self.message_count += 1
+        self._count_role(entry.get("message"))
         activity = listing_activity_ms(entry)
         if activity is not None and activity > (self.modified_ms or 0):
             clipped = js.date_ms(activity)  # pi keeps a Date: the time clipped to whole milliseconds
@@ -91,14 +97,48 @@ class SessionStats:
             if text:
                 self.first_message = text
 
-    def columns(self) -> dict[str, Any]:
-        return {
-            "entry_count": self.entry_count,
-            "message_count": self.message_count,
-            "name": to_db(self.name),
-            "first_message": to_db(self.first_message),
-            "modified_ms": self.modified_ms,
-        }
+    def _count_role(self, message: Any) -> None:
+        """pi's ``getSessionStats`` counts by role (and tool-call blocks of assistant messages)."""
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "user":
+            self.user_messages += 1
+        elif role == "assistant":
+            self.assistant_messages += 1
+            self.tool_calls += tool_calls_of(message)
+        elif role == "toolResult":
+            self.tool_results += 1
+
+
+class UsageRow(NamedTuple):
+    """A ``sessionstore_usage`` row: a session's usage sums under one key on one day."""
+
+    session_key: int
+    model_key: str
+    day: str
+    entries: int
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    cost: float
+
+
+class UsageBuckets:
+    """Usage of entries summed per breakdown key and day, as written to ``sessionstore_usage``."""
+
+    def __init__(self) -> None:
+        self._sums: dict[tuple[str, str], list[float]] = {}
+
+    def add(self, entry: Mapping[str, Any], usage: Usage | None) -> None:
+        if usage is None:
+            return
+        sums = self._sums.setdefault((usage.key, day_of(entry)), [0, 0.0, 0.0, 0.0, 0.0, 0.0])
+        sums[0] += 1
+        for i, value in enumerate(usage[1:], start=1):
+            sums[i] += value
+
+    def rows(self, session_key: int) -> list[UsageRow]:
+        return [UsageRow(session_key, to_db(key), day, int(s[0]), *s[1:]) for (key, day), s in self._sums.items()]
 
 
 _NONE = -1

@@ -33,15 +33,18 @@ from sessionstore.store.backend import (
     HeadRow,
     NewSession,
     PathRow,
+    SearchRow,
     SessionRow,
     TreeRow,
     select_list,
 )
 from sessionstore.store.facts import NodeFacts
-from sessionstore.store.sqltx import Statements, StatementTx, path_sql
+from sessionstore.store.sqltx import Statements, StatementTx, add_usage_sql, path_sql
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
+SEARCH = "sessionstore_search"
+USAGE = "sessionstore_usage"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
 
 ANALYZE_AFTER = 2_000
@@ -59,7 +62,8 @@ _LEAF_SET = (
 )
 _COUNTS_SET = (
     f"{_LEAF_SET}, entry_count = %(entry_count)s, message_count = %(message_count)s,"
-    " modified_ms = %(modified_ms)s"
+    " modified_ms = %(modified_ms)s, user_messages = %(user_messages)s,"
+    " assistant_messages = %(assistant_messages)s, tool_results = %(tool_results)s, tool_calls = %(tool_calls)s"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
 _SESSION_COLUMNS = select_list(SessionRow, header="header::text")
@@ -83,12 +87,17 @@ STATEMENTS = Statements(
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = %(key)s",
     set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = %(key)s",
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, USAGE)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = %(key)s",
     insert_entry=(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES"
         f" ({', '.join('CAST(%s AS json)' if f == 'payload' else '%s' for f in EntryRow._fields)})"
     ),
+    insert_search=(
+        f"INSERT INTO {SEARCH} ({', '.join(SearchRow._fields)}) VALUES ({', '.join(['%s'] * len(SearchRow._fields))})"
+    ),
+    add_usage=add_usage_sql(USAGE, "%s"),
     facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
     payload=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
     payload_at=f"SELECT {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq = %(seq)s",
@@ -116,6 +125,7 @@ STATEMENTS = Statements(
 )
 
 _COPY_IN = f"COPY {ENTRIES} ({', '.join(EntryRow._fields)}) FROM STDIN"
+_COPY_SEARCH_IN = f"COPY {SEARCH} ({', '.join(SearchRow._fields)}) FROM STDIN"
 _COPY_OUT = f"COPY (SELECT payload FROM {ENTRIES} WHERE session_key = %s ORDER BY seq) TO STDOUT (FORMAT binary)"
 _PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 
@@ -170,12 +180,15 @@ class _CopySink:
         self._block: Any = None
         self._copy: Any = None
         self._count = 0
+        self._search: list[SearchRow] = []  # written by their own COPY after their entries' one ends
 
-    def add(self, row: EntryRow) -> None:
+    def add(self, row: EntryRow, search: SearchRow | None = None) -> None:
         if self._copy is None:
             self._block = self._cursor.copy(_COPY_IN)
             self._copy = self._block.__enter__()
         self._copy.write_row(row)
+        if search is not None:
+            self._search.append(search)
         self._count += 1
         if self._count % COPY_ROWS == 0 or self._count == ANALYZE_AFTER:
             self._end(None, None, None)
@@ -185,6 +198,11 @@ class _CopySink:
     def _end(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         block, self._block, self._copy = self._block, None, None
         block.__exit__(kind, exc, tb)  # on an exception psycopg sends CopyFail: the server drops the COPY
+        if kind is None and self._search:
+            with self._cursor.copy(_COPY_SEARCH_IN) as copy:
+                for search in self._search:
+                    copy.write_row(search)
+            self._search = []
 
     def __enter__(self) -> _CopySink:
         return self

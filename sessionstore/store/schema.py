@@ -36,6 +36,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Double,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -47,7 +48,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
@@ -90,6 +91,11 @@ sessions = Table(
     Column("first_message", Text),
     Column("modified_ms", BigInteger),
     Column("deleting", Boolean, nullable=False),
+    # pi's session stats that count entries (revision 0008; the usage sums are in ``usage``).
+    Column("user_messages", BigInteger, nullable=False, server_default="0"),
+    Column("assistant_messages", BigInteger, nullable=False, server_default="0"),
+    Column("tool_results", BigInteger, nullable=False, server_default="0"),
+    Column("tool_calls", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("id"),
     Index("ix_sessionstore_sessions_cwd", "cwd"),
 )
@@ -122,4 +128,39 @@ entries = Table(
     Index("ix_sessionstore_entries_children", "session_key", "parent_seq"),
     CheckConstraint("parent_seq IS NULL OR parent_seq < seq", name="ck_sessionstore_entries_parent_link"),
     CheckConstraint("run_start <= seq", name="ck_sessionstore_entries_run_start"),
+)
+
+usage = Table(
+    "sessionstore_usage",
+    metadata,
+    # pi's usage sums of a session (``models.entry_catalog.usage_of``), per breakdown key and UTC day
+    # of the entries: ``stats`` reads these rows, never the payloads.
+    Column("session_key", BigInteger, nullable=False),
+    Column("model_key", Text, nullable=False),
+    Column("day", Text, nullable=False),
+    Column("entries", BigInteger, nullable=False),
+    Column("input", Double, nullable=False),
+    Column("output", Double, nullable=False),
+    Column("cache_read", Double, nullable=False),
+    Column("cache_write", Double, nullable=False),
+    Column("cost", Double, nullable=False),
+    PrimaryKeyConstraint("session_key", "model_key", "day"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+)
+
+search = Table(
+    "sessionstore_search",
+    metadata,
+    # The folded search texts of an entry (``models.entry_catalog.search_texts``): ``text`` is what
+    # pi's picker searches, ``extra`` the rest. SQLite indexes both in the FTS5 table
+    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008), PostgreSQL with
+    # pg_trgm GIN indexes when the extension can be created.
+    Column("rowid", SessionKey, Identity(), primary_key=True),
+    Column("session_key", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("extra", Text, nullable=False),
+    UniqueConstraint("session_key", "seq"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
 )

@@ -26,15 +26,18 @@ from sessionstore.store.backend import (
     NewSession,
     PathRow,
     PathSlice,
+    SearchRow,
     SessionRow,
     TreeRow,
     select_list,
 )
 from sessionstore.store.facts import NodeFacts
-from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, path_slice, path_sql
+from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, add_usage_sql, path_slice, path_sql
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
+SEARCH = "sessionstore_search"
+USAGE = "sessionstore_usage"
 
 INSERT_BATCH = 2_000
 """Rows per ``executemany`` of an import."""
@@ -52,7 +55,11 @@ _LEAF_SET = (
     " leaf_ctx_depth = :leaf_ctx_depth, leaf_compaction_seq = :leaf_compaction_seq,"
     " leaf_model_seq = :leaf_model_seq, leaf_thinking_seq = :leaf_thinking_seq"
 )
-_COUNTS_SET = f"{_LEAF_SET}, entry_count = :entry_count, message_count = :message_count, modified_ms = :modified_ms"
+_COUNTS_SET = (
+    f"{_LEAF_SET}, entry_count = :entry_count, message_count = :message_count, modified_ms = :modified_ms,"
+    " user_messages = :user_messages, assistant_messages = :assistant_messages, tool_results = :tool_results,"
+    " tool_calls = :tool_calls"
+)
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
 _SESSION_COLUMNS = select_list(SessionRow)
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
@@ -72,11 +79,14 @@ STATEMENTS = Statements(
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = :key",
     set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = :key",
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES ({', '.join('?' * len(EntryRow._fields))})"
     ),
+    insert_search=f"INSERT INTO {SEARCH} ({', '.join(SearchRow._fields)}) VALUES (?, ?, ?, ?, ?)",
+    add_usage=add_usage_sql(USAGE, "?"),
     facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
     payload=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
     payload_at=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND seq = :seq",
@@ -134,9 +144,12 @@ class _BatchSink:
     def __init__(self, cursor: Any) -> None:
         self._cursor = cursor
         self._batch: list[EntryRow] = []
+        self._search: list[SearchRow] = []
 
-    def add(self, row: EntryRow) -> None:
+    def add(self, row: EntryRow, search: SearchRow | None = None) -> None:
         self._batch.append(row)
+        if search is not None:
+            self._search.append(search)
         if len(self._batch) >= INSERT_BATCH:
             self.flush()
 
@@ -144,6 +157,9 @@ class _BatchSink:
         if self._batch:
             self._cursor.executemany(STATEMENTS.insert_entry, self._batch)
             self._batch = []
+        if self._search:
+            self._cursor.executemany(STATEMENTS.insert_search, self._search)
+            self._search = []
 
 
 def translate(exc: sqlite3.Error, *, write: bool) -> SessionStoreError:

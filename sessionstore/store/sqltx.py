@@ -4,7 +4,7 @@ module writes its own statements and adds what only its database does (bulk sink
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -15,10 +15,11 @@ from sessionstore.store.backend import (
     HeadRow,
     HeadUpdate,
     PathSlice,
+    SearchRow,
     SessionRow,
     TreeRow,
 )
-from sessionstore.store.facts import NodeFacts
+from sessionstore.store.facts import NodeFacts, UsageRow
 
 FETCH_ROWS = 4096
 """Rows per ``fetchmany`` of a streamed read."""
@@ -43,10 +44,17 @@ class Statements:
     every append)."""
     set_leaf: str
     mark_deleting: str
+    delete_catalog: tuple[str, ...]
+    """Deletes of the session's catalog rows (the foreign keys cascade them too, but an import's
+    transaction on SQLite runs without foreign keys)."""
     delete_entries: str
     delete_session: str
     insert_entry: str
     """Positional parameters in :class:`EntryRow`'s order."""
+    insert_search: str
+    """Positional parameters in :class:`SearchRow`'s order."""
+    add_usage: str
+    """An upsert of a :class:`UsageRow` (positional, in its order) that adds to the row of its key and day."""
     facts: str
     payload: str
     payload_at: str
@@ -76,7 +84,9 @@ def head_update_params(update: HeadUpdate) -> dict[str, Any]:
     """The parameters of ``Statements.update_head`` (and ``update_head_counts``, which ignores two)."""
     return {"key": update.key, **_leaf_params(update.leaf_id, update.leaf), "entry_count": update.entry_count,
             "message_count": update.message_count, "modified_ms": update.modified_ms, "name": update.name,
-            "first_message": update.first_message}
+            "first_message": update.first_message, "user_messages": update.user_messages,
+            "assistant_messages": update.assistant_messages, "tool_results": update.tool_results,
+            "tool_calls": update.tool_calls}
 
 
 _by_seq = itemgetter(0)
@@ -127,12 +137,21 @@ class StatementTx:
 
     def delete_session(self, key: int) -> None:
         # The append-only trigger lets entries go only while their session is marked as deleting.
-        for sql in (self.sql.mark_deleting, self.sql.delete_entries, self.sql.delete_session):
+        for sql in (self.sql.mark_deleting, *self.sql.delete_catalog, self.sql.delete_entries, self.sql.delete_session):
             self.cursor.execute(sql, {"key": key})
 
     # -- entries -------------------------------------------------------------------------------
     def insert_entry(self, row: EntryRow) -> None:
         self.cursor.execute(self.sql.insert_entry, row)
+
+    def add_search(self, row: SearchRow) -> None:
+        self.cursor.execute(self.sql.insert_search, row)
+
+    def add_usage(self, rows: Sequence[UsageRow]) -> None:
+        if len(rows) == 1:
+            self.cursor.execute(self.sql.add_usage, rows[0])
+        elif rows:
+            self.cursor.executemany(self.sql.add_usage, rows)
 
     def facts(self, key: int, entry_id: str) -> NodeFacts | None:
         row = self._one(self.sql.facts, {"key": key, "eid": entry_id})
@@ -205,3 +224,16 @@ def path_sql(table: str, param: str) -> str:
         JOIN {table} up ON up.session_key = {k} AND up.seq = run_first.parent_seq
         WHERE run_first.depth > {stop}
     )"""
+
+
+USAGE_SUMS = ("entries", "input", "output", "cache_read", "cache_write", "cost")
+"""The columns of ``sessionstore_usage`` that an upsert adds to."""
+
+
+def add_usage_sql(table: str, placeholder: str) -> str:
+    """The upsert of a :class:`UsageRow` (positional ``placeholder``s): a new key and day is inserted,
+    an existing one gets the sums added."""
+    sums = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in USAGE_SUMS)
+    values = ", ".join([placeholder] * len(UsageRow._fields))
+    return (f"INSERT INTO {table} ({', '.join(UsageRow._fields)}) VALUES ({values})"
+            f" ON CONFLICT (session_key, model_key, day) DO UPDATE SET {sums}")

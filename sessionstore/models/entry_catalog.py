@@ -1,0 +1,204 @@
+"""What the catalog keeps of one entry, computed once when it is written (append, import, sync, the
+migration's backfill): its part of pi's session stats and its search texts.
+
+- **Usage** (:func:`usage_of`): pi 1.6's ``getSessionStats`` and ``getUsageCostBreakdown``
+  (``core/usage-totals.js``) count the usage of an assistant message, of a ``usage`` entry, of a
+  tool result that has one and of a ``compaction`` / ``branch_summary`` that has one, each under the
+  key pi's ``/session`` prints it with: ``{provider}/{responseModel ?? model}`` for an assistant,
+  ``{provider}/{model}`` for a usage entry, ``Tools/summaries`` for the rest. The store sums them per
+  session, key and UTC day of the entry (for ``stats --by day``).
+- **Search texts** (:func:`search_texts`): ``text``, the part of pi's ``allMessagesText`` that the
+  entry gives (the text of a user or assistant message with content), and ``extra``, what pi does not
+  search (thinking, tool-call names and arguments, tool results, bash commands and output, summaries,
+  custom and system messages), both folded as pi compares them: lowercased, whitespace runs made one
+  space, trimmed (JavaScript's whitespace, not Python's). A whitespace-free token is in pi's lowercased
+  ``allMessagesText`` exactly when it is in one entry's folded ``text``; a phrase, when it is in the
+  folded texts joined by spaces.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import orjson
+
+from sessionstore.models import js
+from sessionstore.models.rules import message_text
+
+TOOLS_AND_SUMMARIES = "Tools/summaries"
+"""pi's key for usage that no model is named for (tool results, compactions, branch summaries)."""
+
+_JS_SPACE_RUN = re.compile("[" + "".join(sorted(js.JS_SPACE)) + "]+")
+_JS_SPACE = "".join(sorted(js.JS_SPACE))
+
+
+def fold(text: str) -> str:
+    """pi's ``normalizeWhitespaceLower``: ``toLowerCase()``, every run of JavaScript whitespace one
+    space, trimmed."""
+    return _JS_SPACE_RUN.sub(" ", text.lower()).strip(_JS_SPACE)
+
+
+class Usage(NamedTuple):
+    """One entry's usage as pi adds it to its totals (a value that is not a finite number counts 0)."""
+
+    key: str
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    cost: float
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0
+
+
+def _usage(key: str, usage: Any) -> Usage | None:
+    if not isinstance(usage, dict):
+        return None
+    cost = usage.get("cost")
+    return Usage(key, _number(usage.get("input")), _number(usage.get("output")), _number(usage.get("cacheRead")),
+                 _number(usage.get("cacheWrite")), _number(cost.get("total")) if isinstance(cost, dict) else 0.0)
+
+
+def usage_of(entry: Mapping[str, Any]) -> Usage | None:
+    """The usage pi's stats count for ``entry``, under pi's breakdown key; ``None`` when it has none."""
+    kind = entry.get("type")
+    if kind == "usage":
+        return _usage(f"{js.to_string(entry.get('provider', js.MISSING))}/"
+                      f"{js.to_string(entry.get('model', js.MISSING))}", entry.get("usage"))
+    if kind in ("compaction", "branch_summary"):
+        return _usage(TOOLS_AND_SUMMARIES, entry.get("usage")) if js.truthy(entry.get("usage")) else None
+    if kind != "message":
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return None
+    role = message.get("role")
+    if role == "assistant":
+        model = message.get("responseModel", js.MISSING)
+        if js.nullish(model):
+            model = message.get("model", js.MISSING)
+        return _usage(f"{js.to_string(message.get('provider', js.MISSING))}/{js.to_string(model)}",
+                      message.get("usage"))
+    if role == "toolResult" and js.truthy(message.get("usage")):
+        return _usage(TOOLS_AND_SUMMARIES, message.get("usage"))
+    return None
+
+
+def tool_calls_of(message: Mapping[str, Any]) -> int:
+    """pi's count of ``toolCall`` blocks in an assistant message's content list."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict) and block.get("type") == "toolCall")
+
+
+def day_of(entry: Mapping[str, Any]) -> str:
+    """The UTC day (``YYYY-MM-DD``) of an entry's ``timestamp``; ``""`` when it is not a date."""
+    ms = js.date_ms(entry.get("timestamp", js.MISSING))
+    if ms is None:
+        return ""
+    days, _ = divmod(ms, 86_400_000)
+    return _civil(days)
+
+
+def _civil(days: int) -> str:
+    """The proleptic Gregorian date ``days`` after 1970-01-01 (Howard Hinnant's ``civil_from_days``)."""
+    z = days + 719_468
+    era = (z if z >= 0 else z - 146_096) // 146_097
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    return f"{year:04d}-{month:02d}-{day:02d}" if 0 <= year <= 9999 else f"{year:+07d}-{month:02d}-{day:02d}"
+
+
+class SearchTexts(NamedTuple):
+    """An entry's folded search texts (see the module) and the role its hits show."""
+
+    role: str
+    text: str
+    extra: str
+
+
+def _block_texts(content: Any, *, thinking: bool) -> list[str]:
+    """Texts of the blocks of ``content`` that pi does not search: thinking (when ``thinking``) and tool
+    calls (name and arguments)."""
+    if not isinstance(content, list):
+        return []
+    out: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "thinking" and thinking and isinstance(block.get("thinking"), str):
+            out.append(block["thinking"])
+        elif kind == "toolCall":
+            name = block.get("name")
+            if isinstance(name, str):
+                out.append(name)
+            arguments = block.get("arguments")
+            if arguments is not None:
+                out.append(arguments if isinstance(arguments, str) else _json_text(arguments))
+    return out
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return ""
+
+
+def _content_text(content: Any) -> str:
+    """The text of a content that pi renders (a string, or its text blocks)."""
+    return message_text({"content": content})
+
+
+def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
+    """The entry's search texts, ``None`` when it has neither."""
+    kind = entry.get("type")
+    text = ""
+    extra: list[str] = []
+    role = kind if isinstance(kind, str) else ""
+    if kind == "message":
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            return None
+        given = message.get("role")
+        role = given if isinstance(given, str) else ""
+        if role in ("user", "assistant") and "content" in message:
+            text = message_text(message)
+        content = message.get("content")
+        if role == "assistant":
+            extra += _block_texts(content, thinking=True)
+        elif role == "toolResult":
+            extra += [s for s in (message.get("toolName"), _content_text(content)) if isinstance(s, str)]
+        elif role == "bashExecution":
+            extra += [s for s in (message.get("command"), message.get("output")) if isinstance(s, str)]
+        elif role not in ("user",):
+            extra.append(_content_text(content))
+            if isinstance(message.get("summary"), str):
+                extra.append(message["summary"])
+    elif kind in ("compaction", "branch_summary"):
+        if isinstance(entry.get("summary"), str):
+            extra.append(entry["summary"])
+    elif kind == "custom_message":
+        extra.append(_content_text(entry.get("content")))
+    else:
+        return None
+    folded_text = fold(text) if text else ""
+    folded_extra = fold(" ".join(s for s in extra if s))
+    if not folded_text and not folded_extra:
+        return None
+    return SearchTexts(role, folded_text, folded_extra)
