@@ -1,0 +1,1 @@
+"""The catalog: listing facts, search, stats, sync of pi session directories."""
