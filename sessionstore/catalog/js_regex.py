@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sessionstore.catalog.js_text import JS_WHITESPACE, ignore_case_classes, js_string, to_units
 
@@ -131,7 +132,12 @@ CONTROL_ESCAPES = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
 
 def _emit_set(ranges: Ranges) -> str:
     """A single Python atom matching exactly the units of ``ranges`` after case closure."""
-    closed = _case_closure(_normalize(ranges))
+    return _emit_closed(tuple(_normalize(ranges)))
+
+
+@lru_cache(maxsize=1024)
+def _emit_closed(ranges: tuple[tuple[int, int], ...]) -> str:
+    closed = _case_closure(list(ranges))
     if not closed:
         return f"[^\\x00-\\u{MAX_UNIT:04x}]"
     if len(closed) == 1 and closed[0][0] == closed[0][1]:
@@ -280,25 +286,26 @@ class _Parser:
     # groups
     def group(self) -> str:
         self.pos += 1  # "("
-        opener = "(" if self.peek() != "?" else self.group_opener()
+        opener, name = ("(", None) if self.peek() != "?" else self.group_opener()
         body = self.disjunction()
         if self.peek() != ")":
             raise self.syntax("Unterminated group")
         self.pos += 1
-        return f"{opener}{body})"
-
-    def group_opener(self) -> str:
-        for js, python in (("?:", "(?:"), ("?=", "(?="), ("?!", "(?!"), ("?<=", "(?<="), ("?<!", "(?<!")):
-            if self.units.startswith(js, self.pos):
-                self.pos += len(js)
-                return python
-        if self.units.startswith("?<", self.pos):
-            self.pos += 2
-            name = self.group_name()
+        if name is not None:  # V8 checks names as their groups close
             if name in self.names:
                 raise self.syntax("Duplicate capture group name")
             self.names.add(name)
-            return "("  # names only matter to backreferences, which are refused
+        return f"{opener}{body})"
+
+    def group_opener(self) -> tuple[str, str | None]:
+        """The Python opener of the group after ``(?``, and the capture name if it has one."""
+        for js, python in (("?:", "(?:"), ("?=", "(?="), ("?!", "(?!"), ("?<=", "(?<="), ("?<!", "(?<!")):
+            if self.units.startswith(js, self.pos):
+                self.pos += len(js)
+                return python, None
+        if self.units.startswith("?<", self.pos):
+            self.pos += 2
+            return "(", self.group_name()  # names only matter to backreferences, which are refused
         raise self.syntax("Invalid group")
 
     def group_name(self) -> str:

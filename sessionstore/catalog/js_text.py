@@ -33,14 +33,15 @@ _NEW_LOWER: dict[int, int] = {
     **{cp: cp + 0x1B for cp in range(0x16EA0, 0x16EB9)},
 }
 _NEW_UPPER: dict[int, int] = {lower: upper for upper, lower in _NEW_LOWER.items()}
-_NEW_LOWER_CHARS = re.compile("[" + "".join(chr(cp) for cp in _NEW_LOWER) + "]")
+_NEW_CASED = re.compile("[" + "".join(chr(cp) for pair in _NEW_LOWER.items() for cp in pair) + "]")
+"""The letters Unicode 15-17 gave a case pair (and their partners): cased letters for the final-sigma rule."""
 
 
 def js_string(text: str) -> str:
     """``text`` with any surrogate pair held as two separate characters joined into its code point,
     so that it is the same JavaScript string as before but Python's case mapping sees the character.
     Lone surrogates stay."""
-    if _SURROGATE.search(text) is None:
+    if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
@@ -50,13 +51,29 @@ def js_lower(text: str) -> str:
 
     Python's ``str.lower`` applies the same full Unicode mapping (``İ`` → ``i̇``, final sigma
     ``ΑΣ`` → ``ας``); it differs only on the 55 characters Unicode 15-17 gave a lowercase form,
-    which are mapped here as ICU 78 maps them. (The final-sigma context of those new characters
-    is Python's, Unicode 14's.)
+    which are mapped here as ICU 78 maps them, and on a ``Σ`` next to one of those letters, which
+    Python does not know to be cased (handled too). Still Python's (Unicode 14's): whether a
+    combining mark newer than Unicode 14 between a letter and a ``Σ`` is case-ignorable.
     """
-    lowered = js_string(text).lower()
-    if _NEW_LOWER_CHARS.search(lowered) is None:
-        return lowered
-    return lowered.translate(_NEW_LOWER)
+    if text.isascii():
+        return text.lower()
+    text = js_string(text)
+    if _NEW_CASED.search(text) is None:
+        return text.lower()
+    if "\u03a3" not in text:
+        return _lower_new(text)
+    stand_in = _NEW_CASED.sub("A", text).replace("\u03c3", "a").replace("\u03c2", "a")
+    sigmas = [char for char in stand_in.lower() if char in "\u03c3\u03c2"]
+    pieces = text.split("\u03a3")
+    lowered = [_lower_new(pieces[0])]
+    for sigma, piece in zip(sigmas, pieces[1:], strict=True):
+        lowered += [sigma, _lower_new(piece)]
+    return "".join(lowered)
+
+
+def _lower_new(text: str) -> str:
+    """Lowercasing without a final-sigma context to get right."""
+    return text.lower().translate(_NEW_LOWER)
 
 
 def js_upper_char(char: str) -> str:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Literal, Protocol, TypeVar
 
 from sessionstore.catalog.js_regex import JsRegex, JsRegexSyntaxError, JsRegexUnsupported, compile_js_regex
 from sessionstore.catalog.js_text import (
     is_js_whitespace,
-    js_includes,
     js_lower,
     js_trim,
     normalize_whitespace_lower,
@@ -150,14 +150,20 @@ _DIGITS_LETTERS = re.compile(r"([0-9]+)([a-z]+)")
 
 def fuzzy_match(query: str, text: str) -> float | None:
     """pi-tui's ``fuzzyMatch(query, text)``: its score (lower is better) when it matches, else None."""
-    matches, score = _fuzzy(query, text)
+    matches, score = _fuzzy(_lower_units(query), to_units(js_lower(text)))
     return score if matches else None
 
 
-def _fuzzy(query: str, text: str) -> tuple[bool, float]:
-    """``fuzzyMatch`` as pi returns it: (matches, score), the score 0 when it does not match."""
-    query_lower = to_units(js_lower(query))
-    text_lower = to_units(js_lower(text))
+@lru_cache(maxsize=4096)
+def _lower_units(text: str) -> str:
+    """The code units of ``text.toLowerCase()`` (cached: used for query values, which are short and repeat)."""
+    return to_units(js_lower(text))
+
+
+def _fuzzy(query_lower: str, text_lower: str) -> tuple[bool, float]:
+    """``fuzzyMatch`` as pi returns it, (matches, score) with the score 0 when it does not match, given
+    the code units of both arguments lowercased (lowercasing is idempotent, so an already lowercased
+    argument is fine)."""
     primary = _match_query(query_lower, text_lower)
     if primary[0]:
         return primary
@@ -272,6 +278,31 @@ class SearchFields:
     cwd: str
     modified_ms: float
 
+    @cached_property
+    def name_lower(self) -> str:
+        """Code units of ``(name ?? "").toLowerCase()``."""
+        return to_units(js_lower(self.name or ""))
+
+    @cached_property
+    def id_lower(self) -> str:
+        """Code units of ``id.toLowerCase()``."""
+        return to_units(js_lower(self.id))
+
+    @cached_property
+    def cwd_lower(self) -> str:
+        """Code units of ``cwd.toLowerCase()``."""
+        return to_units(js_lower(self.cwd))
+
+    @cached_property
+    def name_normalized(self) -> str:
+        """Code units of ``normalizeWhitespaceLower(name ?? "")``."""
+        return to_units(normalize_whitespace_lower(self.name or ""))
+
+    @cached_property
+    def cwd_normalized(self) -> str:
+        """Code units of ``normalizeWhitespaceLower(cwd)``."""
+        return to_units(normalize_whitespace_lower(self.cwd))
+
 
 class Searchable(Protocol):
     """What :func:`filter_and_sort` needs of each session."""
@@ -324,35 +355,39 @@ def _tier(tier: int, score: float = 0) -> float:
 
 
 def _match_literal(fields: SearchFields, messages: MessageSearch, value: str) -> float | None:
-    name = js_lower(fields.name) if fields.name is not None else ""
-    if js_includes(name, value):
-        return _tier(TIER_NAME, _fuzzy(value, name)[1])
-    if js_includes(js_lower(fields.id), value) or messages.contains_lower(value):
+    """``matchLiteralToken``; ``value`` is lowercased."""
+    units = to_units(value)
+    if units in fields.name_lower:
+        return _tier(TIER_NAME, _fuzzy(_lower_units(value), fields.name_lower)[1])
+    if units in fields.id_lower or messages.contains_lower(value):
         return _tier(TIER_TEXT)
-    if js_includes(js_lower(fields.cwd), value):
+    if units in fields.cwd_lower:
         return _tier(TIER_TEXT)
     return None
 
 
 def _match_fuzzy_token(fields: SearchFields, messages: MessageSearch, value: str) -> float | None:
+    """``matchFuzzyToken``: literal first, else the better fuzzy match of name and cwd."""
+    lowered = _lower_units(value)
     literal = _match_literal(fields, messages, js_lower(value))
     if literal is not None:
         return literal
     best: float | None = None
-    for text in (fields.name if fields.name is not None else "", fields.cwd):
-        matches, score = _fuzzy(value, text)
+    for text_lower in (fields.name_lower, fields.cwd_lower):
+        matches, score = _fuzzy(lowered, text_lower)
         if matches and (best is None or score < best):
             best = score
     return None if best is None else _tier(TIER_FUZZY, best)
 
 
 def _match_phrase(fields: SearchFields, messages: MessageSearch, phrase: str) -> float | None:
-    name = normalize_whitespace_lower(fields.name if fields.name is not None else "")
-    if js_includes(name, phrase):
-        return _tier(TIER_NAME, _fuzzy(phrase, name)[1])
-    if js_includes(js_lower(fields.id), phrase) or messages.contains_normalized(phrase):
+    """``matchPhraseToken``; ``phrase`` is normalised."""
+    units = to_units(phrase)
+    if units in fields.name_normalized:
+        return _tier(TIER_NAME, _fuzzy(_lower_units(phrase), fields.name_normalized)[1])
+    if units in fields.id_lower or messages.contains_normalized(phrase):
         return _tier(TIER_TEXT)
-    if js_includes(normalize_whitespace_lower(fields.cwd), phrase):
+    if units in fields.cwd_normalized:
         return _tier(TIER_TEXT)
     return None
 
