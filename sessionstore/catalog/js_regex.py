@@ -50,7 +50,11 @@ class JsRegex:
 
     def test(self, text: str) -> bool:
         """``regex.test(text)``: whether the regex matches anywhere in ``text``."""
-        return self.python.search(to_units(text)) is not None
+        return self.test_units(to_units(text))
+
+    def test_units(self, units: str) -> bool:
+        """:meth:`test` on a text already in code units (``js_text.to_units``)."""
+        return self.python.search(units) is not None
 
 
 def compile_js_regex(source: str) -> JsRegex:

@@ -247,10 +247,12 @@ class MessageSearch(Protocol):
 
 
 class TextMessages:
-    """:class:`MessageSearch` over the text itself; the lowercased and normalised forms are made once."""
+    """:class:`MessageSearch` over the text itself; its code units and lowercased and normalised forms
+    are made once, on first use."""
 
     def __init__(self, all_messages_text: str) -> None:
         self.text = all_messages_text
+        self._units: str | None = None
         self._lower: str | None = None
         self._normalized: str | None = None
 
@@ -265,7 +267,9 @@ class TextMessages:
         return to_units(phrase) in self._normalized
 
     def search_regex(self, regex: JsRegex) -> bool:
-        return regex.test(self.text)
+        if self._units is None:
+            self._units = to_units(self.text)
+        return regex.test_units(self._units)
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ def test_lowercasing_is_to_lower_case(cases: Cases, pi: Json) -> None:
 
 
 def test_regexes_test_as_javascript_tests_them(cases: Cases, pi: Json) -> None:
-    differences = []
+    differences: list[tuple[str, object, Json]] = []
     checked = 0
     for (pattern, texts), theirs in zip(cases.regex, pi["regex"], strict=True):
         try:
