@@ -129,6 +129,7 @@ def test_untranslatable_regexes_are_errors_that_say_so() -> None:
     ("\\012", "\n", True),
     ("\\8", "8", True),
     ("(?=a)*b", "b", True),
+    ("\\B", "", True),  # Python's own \B never matches in an empty string
 ])
 def test_js_regex_semantics(pattern: str, text: str, expected: bool) -> None:
     assert compile_js_regex(pattern).test(text) is expected

@@ -101,13 +101,18 @@ def _complement(ranges: Ranges) -> Ranges:
 
 def _case_closure(ranges: Ranges) -> Ranges:
     """Every unit that matches a member of ``ranges`` under the ``i`` flag."""
+    return list(_closure(tuple(_normalize(ranges))))
+
+
+@lru_cache(maxsize=1024)
+def _closure(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     classes = ignore_case_classes()
     cased = _cased_units()
     extra: Ranges = []
     for low, high in ranges:
         for unit in cased[bisect_left(cased, low):bisect_right(cased, high)]:
             extra.extend((member, member) for member in classes[unit])
-    return _normalize([*ranges, *extra])
+    return tuple(_normalize([*ranges, *extra]))
 
 
 _CASED: list[list[int]] = []
@@ -141,7 +146,7 @@ def _emit_set(ranges: Ranges) -> str:
 
 @lru_cache(maxsize=1024)
 def _emit_closed(ranges: tuple[tuple[int, int], ...]) -> str:
-    closed = _case_closure(list(ranges))
+    closed = _closure(ranges)
     if not closed:
         return f"[^\\x00-\\u{MAX_UNIT:04x}]"
     if len(closed) == 1 and closed[0][0] == closed[0][1]:
@@ -233,9 +238,12 @@ class _Parser:
         if char == "$":
             self.pos += 1
             return "\\Z"
-        if char == "\\" and self.peek(1) in ("b", "B"):
+        if char == "\\" and self.peek(1) == "b":
             self.pos += 2
-            return "\\" + self.units[self.pos - 1]
+            return "\\b"
+        if char == "\\" and self.peek(1) == "B":
+            self.pos += 2
+            return "(?:\\B|\\A\\Z)"  # Python's \B (before 3.14) never matches in an empty string
         return None
 
     def quantified_lookahead(self, lookahead: str) -> str:
@@ -415,7 +423,7 @@ class _Parser:
                 raise self.syntax("Unterminated character class")
             ranges.extend(self.class_ranges())
         self.pos += 1
-        closed = _case_closure(_normalize(ranges))
+        closed = _case_closure(ranges)
         return _emit_set(_complement(closed) if negated else closed)
 
     def class_ranges(self) -> Ranges:

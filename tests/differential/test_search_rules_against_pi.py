@@ -167,8 +167,33 @@ REGEX_ATOMS = ["a", "K", "k", "s", "ß", "é", ".", "\\d", "\\w", "\\s", "\\W", 
                "{", "}", "[", "]", "\\", "\\x41", "\\u00E9", "😀", "\u00a0", "-", "\\c", "(?<g>"]
 
 
+LEAVES = ["a", "K", "k", "s", "ß", "é", ".", "\\d", "\\w", "\\s", "\\W", "[a-z]", "[^ab]", "[\\d_]", "\\x41",
+          "\\u00E9", "😀", "\u00a0", "-", "o", "g", "l", "n", "v2", "\\/", "[k-s]", "[^\\s]"]
+QUANTIFIERS = ["", "", "", "*", "+", "?", "{2}", "{1,3}", "*?", "{0,}"]
+
+
 def random_regex(rng: random.Random) -> str:
-    return "".join(rng.choice(REGEX_ATOMS) for _ in range(rng.randint(1, 7)))
+    """Half token soup (mostly invalid), half built from well-formed parts (mostly valid)."""
+    if rng.random() < 0.5:
+        return "".join(rng.choice(REGEX_ATOMS) for _ in range(rng.randint(1, 7)))
+    return _well_formed(rng, 2)
+
+
+def _well_formed(rng: random.Random, depth: int) -> str:
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if depth and roll < 0.25:
+            opener = rng.choice(["(", "(?:", "(?=", "(?!", "(?<g>"])
+            body = _well_formed(rng, depth - 1)
+            # no quantified group around a quantifier: (a*)* backtracks exponentially, in pi too
+            quantifier = "" if any(q in body for q in "*+?{") else rng.choice(QUANTIFIERS)
+            parts.append(opener + body + ")" + quantifier)
+        elif roll < 0.32:
+            parts.append(rng.choice(["^", "$", "\\b", "\\B", "(?<=" + rng.choice(LEAVES) + ")"]))
+        else:
+            parts.append(rng.choice(LEAVES) + rng.choice(QUANTIFIERS))
+    return ("|" if rng.random() < 0.2 else "").join(parts)
 
 
 # --- the oracle ----------------------------------------------------------------------------------
