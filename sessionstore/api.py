@@ -18,6 +18,7 @@ from typing import IO, Any, cast
 
 from pydantic import ValidationError
 
+from sessionstore.catalog.search import HITS_PER_SESSION, SearchResult, SortOrder, search_sessions
 from sessionstore.context import build_session_context, project
 from sessionstore.context.compaction import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -174,6 +175,25 @@ class SessionStore:
         as pi resolves it); ``None`` when there is none."""
         latest = self._entries.list_sessions(cwd=cwd, limit=1)
         return latest[0].id if latest else None
+
+    def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        limit: int | None = None,
+        sort: SortOrder = "relevance",
+        everything: bool = False,
+        hits: int = HITS_PER_SESSION,
+    ) -> list[SearchResult]:
+        """The sessions pi 1.6's session picker shows for ``query`` (plain tokens, ``"phrases"``,
+        ``re:regex``; every token must match the name, id, cwd or messages), ordered by pi's relevance
+        score or (``sort="recent"``) newest activity first, each with up to ``hits`` matching entries.
+        ``everything`` also searches what pi does not (thinking, tool calls and results, bash, summaries,
+        custom messages). Reads the search index, not the payloads (a ``re:`` query reads the entries of
+        the sessions whose name, id and cwd do not decide it). See :mod:`sessionstore.catalog.search`."""
+        return search_sessions(self._entries, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
+                               hits=hits)
 
     def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""

@@ -580,3 +580,57 @@ def test_revision_0007_computes_the_listing_facts_again_as_pi_lists_a_session(en
     # every message entry counts; the first NON-EMPTY user text, blocks joined as JavaScript joins them;
     # the last activity: the entry's date where the message has no numeric timestamp
     assert tuple(row) == (3, "hello ", T0 + 3_000)
+
+
+def test_revision_0008_backfills_the_catalog_of_every_session(engine: Engine) -> None:
+    """A session stored at 0007 gets pi's stats counters, its usage sums and its search texts when 0008
+    runs, the same as the store writes them for the same entries."""
+    from sessionstore.api import SessionStore
+
+    migrate.upgrade(engine, "0007")
+    usage = {"input": 10, "output": 5, "cacheRead": 2, "cacheWrite": 1, "totalTokens": 18,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.25}}
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": _ts(1),
+         "message": {"role": "user", "content": "Find the Needle", "timestamp": T0 + 1}},
+        {"type": "message", "id": "b", "parentId": "a", "timestamp": _ts(2),
+         "message": {"role": "assistant", "provider": "anthropic", "model": "claude", "usage": usage,
+                     "content": [{"type": "thinking", "thinking": "hidden thought"},
+                                 {"type": "toolCall", "id": "t", "name": "grep", "arguments": {"q": "x"}}],
+                     "stopReason": "toolUse", "timestamp": T0 + 2}},
+        {"type": "message", "id": "c", "parentId": "b", "timestamp": _ts(3),
+         "message": {"role": "toolResult", "toolCallId": "t", "toolName": "grep", "isError": False,
+                     "content": [{"type": "text", "text": "found it"}], "timestamp": T0 + 3}},
+    ]
+    header = json.dumps({"type": "session", "version": 3, "id": "s8", "timestamp": _ts(0), "cwd": "/w"})
+    pg = engine.dialect.name == "postgresql"
+    with engine.begin() as conn:
+        key = conn.execute(text(
+            "INSERT INTO sessionstore_sessions (id, version, cwd, created, header, entry_count, message_count,"
+            " first_message, modified_ms, leaf_id, leaf_seq, leaf_depth, leaf_ctx_depth, leaf_run_start, deleting)"
+            " VALUES ('s8', 3, '/w', :created, " + ("CAST(:header AS json)" if pg else ":header")
+            + ", 3, 3, 'Find the Needle', :modified, 'c', 2, 2, 0, 0, FALSE) RETURNING key"),
+            {"created": _ts(0), "header": header, "modified": T0 + 2}).scalar_one()
+        for seq, entry in enumerate(entries):
+            conn.execute(text(
+                "INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth,"
+                " ctx_depth, model_seq, type, payload) VALUES (:key, :seq, :eid, :parent, 0, :seq, 0, :model,"
+                f" 'message', {'CAST(:payload AS json)' if pg else ':payload'})"),
+                {"key": key, "seq": seq, "eid": entry["id"], "parent": None if seq == 0 else seq - 1,
+                 "model": 1 if seq >= 1 else None, "payload": json.dumps(entry)})
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        counters = conn.execute(text("SELECT user_messages, assistant_messages, tool_results, tool_calls"
+                                     " FROM sessionstore_sessions WHERE id = 's8'")).one()
+        sums = conn.execute(text("SELECT model_key, day, entries, input, output, cache_read, cache_write, cost"
+                                 " FROM sessionstore_usage")).all()
+        searched = conn.execute(text("SELECT seq, role, text, extra FROM sessionstore_search ORDER BY seq")).all()
+    assert tuple(counters) == (1, 1, 1, 1)
+    assert [tuple(r) for r in sums] == [("anthropic/claude", _ts(2)[:10], 1, 10, 5, 2, 1, 0.25)]
+    assert [tuple(r) for r in searched] == [(0, "user", "find the needle", ""),
+                                            (1, "assistant", "", 'hidden thought grep {"q":"x"}'),
+                                            (2, "toolResult", "", "grep found it")]
+    with SessionStore(engine.url.render_as_string(hide_password=False)) as store:
+        assert [r.session.id for r in store.search("needle")] == ["s8"]
+        assert [r.session.id for r in store.search("hidden", everything=True)] == ["s8"]
+        assert store.search("hidden") == []

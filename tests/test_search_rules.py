@@ -10,7 +10,6 @@ import random
 import pytest
 
 from sessionstore.catalog.js_regex import compile_js_regex
-from sessionstore.catalog.js_text import JS_WHITESPACE, js_trim, utf16_units
 from sessionstore.catalog.search_rules import (
     TIER_WEIGHT,
     MessageNeedle,
@@ -28,6 +27,7 @@ from sessionstore.catalog.search_rules import (
     normalize_whitespace_lower,
     parse_query,
 )
+from sessionstore.models.js_text import JS_WHITESPACE, js_trim, utf16_units
 
 
 def fuzzy(*values: str) -> tuple[Token, ...]:

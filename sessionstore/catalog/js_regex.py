@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from sessionstore.catalog.js_text import JS_WHITESPACE, ignore_case_classes, js_string, to_units
+from sessionstore.models.js_text import JS_WHITESPACE, ignore_case_classes, js_string, to_units
 
 MAX_UNIT = 0xFFFF
 V8_INFINITY = 2**31 - 1

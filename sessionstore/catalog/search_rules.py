@@ -4,7 +4,7 @@
 
 Pure functions over plain values: the session's message text is reached only through the
 :class:`MessageSearch` protocol, so a database can answer the three questions pi asks of it.
-Strings are JavaScript strings (see :mod:`sessionstore.catalog.js_text`): lengths and positions
+Strings are JavaScript strings (see :mod:`sessionstore.models.js_text`): lengths and positions
 count UTF-16 code units, whitespace is JavaScript's ``\\s``, lowercasing is ``toLowerCase``.
 Scores are the same IEEE doubles pi computes (same operations, same order).
 """
@@ -18,7 +18,8 @@ from functools import cached_property, lru_cache
 from typing import Literal, Protocol, TypeVar
 
 from sessionstore.catalog.js_regex import JsRegex, JsRegexSyntaxError, JsRegexUnsupported, compile_js_regex
-from sessionstore.catalog.js_text import (
+from sessionstore.models.js_text import (
+    JS_WHITESPACE,
     is_js_whitespace,
     js_lower,
     js_trim,
@@ -142,8 +143,7 @@ def _scan_tokens(trimmed: str) -> list[Token] | None:
 
 # --- fuzzy matching -----------------------------------------------------------------------------
 
-_WORD_BOUNDARY = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-                           "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff-_./:")
+_WORD_BOUNDARY = frozenset(JS_WHITESPACE + "-_./:")
 _LETTERS_DIGITS = re.compile(r"([a-z]+)([0-9]+)")
 _DIGITS_LETTERS = re.compile(r"([0-9]+)([a-z]+)")
 

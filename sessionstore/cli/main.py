@@ -336,9 +336,12 @@ class Utf8Text(_StrParam):
         return value
 
 
-TEXT = Utf8Text()
-pass_ctx = click.make_pass_decorator(Ctx)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (pi's field names) instead of text.")
+# (annotated: the command modules that import these are imported by this one, a cycle that mypy
+# cannot infer module-level types through)
+TEXT: Utf8Text = Utf8Text()
+pass_ctx: Callable[[Callable[..., Any]], Callable[..., Any]] = click.make_pass_decorator(Ctx)
+json_option: Callable[[F], F] = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (pi's field names) instead of text.")
 expected_leaf_option = click.option(
     "--expected-leaf",
     metavar="ENTRY",
@@ -942,3 +945,8 @@ def check(ctx: Ctx) -> None:
     with _engine(ctx) as engine:
         migrate.check_database(engine)
     say("schema is current")
+
+
+from sessionstore.cli.search_cmd import search  # noqa: E402  (its module uses the helpers above)
+
+cli.add_command(search)

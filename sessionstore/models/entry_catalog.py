@@ -19,26 +19,17 @@ migration's backfill): its part of pi's session stats and its search texts.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import orjson
 
 from sessionstore.models import js
+from sessionstore.models.js_text import normalize_whitespace_lower as fold
 from sessionstore.models.rules import message_text
 
 TOOLS_AND_SUMMARIES = "Tools/summaries"
 """pi's key for usage that no model is named for (tool results, compactions, branch summaries)."""
-
-_JS_SPACE_RUN = re.compile("[" + "".join(sorted(js.JS_SPACE)) + "]+")
-_JS_SPACE = "".join(sorted(js.JS_SPACE))
-
-
-def fold(text: str) -> str:
-    """pi's ``normalizeWhitespaceLower``: ``toLowerCase()``, every run of JavaScript whitespace one
-    space, trimmed."""
-    return _JS_SPACE_RUN.sub(" ", text.lower()).strip(_JS_SPACE)
 
 
 class Usage(NamedTuple):
@@ -124,7 +115,7 @@ def _civil(days: int) -> str:
 
 
 class SearchTexts(NamedTuple):
-    """An entry's folded search texts (see the module) and the role its hits show."""
+    """An entry's search texts (see the module; raw or folded) and the role its hits show."""
 
     role: str
     text: str
@@ -165,8 +156,9 @@ def _content_text(content: Any) -> str:
     return message_text({"content": content})
 
 
-def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
-    """The entry's search texts, ``None`` when it has neither."""
+def entry_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
+    """The entry's search texts as written (``extra``'s parts joined by a space), ``None`` when it
+    has neither."""
     kind = entry.get("type")
     text = ""
     extra: list[str] = []
@@ -186,7 +178,7 @@ def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
             extra += [s for s in (message.get("toolName"), _content_text(content)) if isinstance(s, str)]
         elif role == "bashExecution":
             extra += [s for s in (message.get("command"), message.get("output")) if isinstance(s, str)]
-        elif role not in ("user",):
+        elif role != "user":
             extra.append(_content_text(content))
             if isinstance(message.get("summary"), str):
                 extra.append(message["summary"])
@@ -197,8 +189,18 @@ def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
         extra.append(_content_text(entry.get("content")))
     else:
         return None
-    folded_text = fold(text) if text else ""
-    folded_extra = fold(" ".join(s for s in extra if s))
+    joined = " ".join(part for part in extra if part)
+    if not text and not joined:
+        return None
+    return SearchTexts(role, text, joined)
+
+
+def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
+    """The entry's folded search texts (what the index holds), ``None`` when both fold to nothing."""
+    texts = entry_texts(entry)
+    if texts is None:
+        return None
+    folded_text, folded_extra = fold(texts.text), fold(texts.extra)
     if not folded_text and not folded_extra:
         return None
-    return SearchTexts(role, folded_text, folded_extra)
+    return SearchTexts(texts.role, folded_text, folded_extra)

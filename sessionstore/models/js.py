@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
+from sessionstore.models.js_text import JS_WHITESPACE
+
 
 class _Missing:
     """``undefined``: the key is absent (``JSON.stringify`` leaves it out)."""
@@ -142,8 +144,7 @@ def to_number(value: Any) -> float:
     return math.nan
 
 
-JS_SPACE = frozenset("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-                      "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+JS_SPACE = frozenset(JS_WHITESPACE)
 """What JavaScript's ``String#trim`` (and ``Number()``) skip around a value."""
 
 

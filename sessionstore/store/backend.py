@@ -186,6 +186,15 @@ class SearchRow(NamedTuple):
     extra: str
 
 
+class HitRow(NamedTuple):
+    """An entry whose folded search texts hold a needle (a search's hit)."""
+
+    session_key: int
+    seq: int
+    entry_id: str
+    role: str
+
+
 def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
     """The select list of ``row``'s fields in order (``NamedTuple`` types); ``expressions`` give the SQL
     of a field that is not a plain column (``payload="payload::text"``), which is then aliased."""
@@ -245,6 +254,22 @@ class Tx(Protocol):
 
     def add_usage(self, rows: Sequence[UsageRow]) -> None:
         """Add usage sums to the session's rows of the same key and day (a missing row is created)."""
+        ...
+
+    def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
+        """Keys of the sessions with an entry whose folded ``text`` (with ``everything``: or ``extra``)
+        contains ``needle``, read through the search index where the database has one."""
+        ...
+
+    def folded_texts(self, key: int, *, everything: bool) -> list[str]:
+        """The session's non-empty folded texts in append order (with ``everything``: each entry's
+        ``text``, then its ``extra``)."""
+        ...
+
+    def text_hits(self, keys: Sequence[int], needles: Sequence[str], *, everything: bool,
+                  per_session: int) -> list[HitRow]:
+        """The first ``per_session`` entries (append order) of each session in ``keys`` whose folded
+        texts contain one of ``needles``, by session key then seq."""
         ...
 
     def bulk_sink(self) -> AbstractContextManager[EntrySink]:

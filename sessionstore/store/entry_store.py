@@ -285,16 +285,25 @@ class EntryStore:
         if since_ms is not None and (isinstance(since_ms, bool) or not isinstance(since_ms, int | float)):
             raise InvalidInputError(f"since_ms must be a number of milliseconds, got {since_ms!r}")
         with self.backend.read() as tx:
-            rows = tx.sessions()
-        infos = [_info(r) for r in rows]
+            listed = self.listed_sessions(tx, cwd=cwd, since_ms=since_ms)
+        infos = [info for _key, info in listed]
+        return infos if limit is None else infos[:limit]
+
+    @staticmethod
+    def listed_sessions(tx: Tx, *, cwd: str | None = None, since_ms: int | float | None = None
+                        ) -> list[tuple[int, SessionInfo]]:
+        """The sessions :meth:`list_sessions` lists (its arguments checked by the caller), in its order,
+        each with its key, read in the caller's transaction ``tx``."""
+        listed = [(row.key, _info(row)) for row in tx.sessions()]
         if cwd is not None:
             base = os.getcwd()
             wanted = resolve_path(cwd, base)
-            infos = [i for i in infos if cwd_matches(i.cwd, wanted, base)]
+            listed = [(k, i) for k, i in listed if cwd_matches(i.cwd, wanted, base)]
         if since_ms is not None:
-            infos = [i for i in infos if i.modified_ms is not None and i.modified_ms >= since_ms]
-        infos.sort(key=lambda i: (i.modified_ms is not None, i.modified_ms or 0, i.created, i.id), reverse=True)
-        return infos if limit is None else infos[:limit]
+            listed = [(k, i) for k, i in listed if i.modified_ms is not None and i.modified_ms >= since_ms]
+        listed.sort(key=lambda ki: (ki[1].modified_ms is not None, ki[1].modified_ms or 0, ki[1].created, ki[1].id),
+                    reverse=True)
+        return listed
 
     def leaf(self, session_id: str) -> str | None:
         with self._session_read(session_id) as (_tx, row):

@@ -18,7 +18,7 @@ included: a connection left in autocommit would make the next multi-statement wr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import IO, Any
@@ -31,6 +31,7 @@ from sessionstore.store.backend import (
     EntryRow,
     ExportHead,
     HeadRow,
+    HitRow,
     NewSession,
     PathRow,
     SearchRow,
@@ -39,7 +40,14 @@ from sessionstore.store.backend import (
     select_list,
 )
 from sessionstore.store.facts import NodeFacts
-from sessionstore.store.sqltx import Statements, StatementTx, add_usage_sql, path_sql
+from sessionstore.store.sqltx import (
+    Statements,
+    StatementTx,
+    add_usage_sql,
+    path_sql,
+    text_hits_params,
+    text_hits_sql,
+)
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
@@ -122,7 +130,19 @@ STATEMENTS = Statements(
         " set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
         f" FROM {SESSIONS} s WHERE id = %(sid)s"
     ),
+    folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = %(key)s ORDER BY seq",
 )
+
+_SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"
+_SESSIONS_WITH_TEXT_ALL = _SESSIONS_WITH_TEXT + " OR extra LIKE %(pattern)s"
+
+
+def like_pattern(needle: str) -> str:
+    """A LIKE pattern matching ``needle`` anywhere (``\\``, ``%`` and ``_`` escaped): pg_trgm's GIN
+    indexes answer it for needles of three characters or more."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
 
 _COPY_IN = f"COPY {ENTRIES} ({', '.join(EntryRow._fields)}) FROM STDIN"
 _COPY_SEARCH_IN = f"COPY {SEARCH} ({', '.join(SearchRow._fields)}) FROM STDIN"
@@ -131,6 +151,20 @@ _PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 
 
 class PostgresTx(StatementTx):
+    def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
+        rows = self._all(_SESSIONS_WITH_TEXT_ALL if everything else _SESSIONS_WITH_TEXT,
+                         {"pattern": like_pattern(needle)})
+        return {row[0] for row in rows}
+
+    def text_hits(self, keys: Sequence[int], needles: Sequence[str], *, everything: bool,
+                  per_session: int) -> list[HitRow]:
+        if not keys or not needles:
+            return []
+        sql = text_hits_sql(SEARCH, ENTRIES, keys=len(keys), needles=len(needles), everything=everything,
+                            placeholder="%s", contains="strpos({0}, {1}) > 0")
+        self.cursor.execute(sql, text_hits_params(keys, needles, everything=everything, per_session=per_session))
+        return [HitRow._make(row) for row in self.cursor.fetchall()]
+
     def insert_session(self, values: NewSession) -> int:
         self.cursor.execute(self.sql.insert_session, values._asdict())
         return int(self.cursor.fetchone()[0])

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import IO, Any
 
@@ -23,6 +23,7 @@ from sessionstore.store.backend import (
     EntryRow,
     ExportHead,
     HeadRow,
+    HitRow,
     NewSession,
     PathRow,
     PathSlice,
@@ -32,7 +33,16 @@ from sessionstore.store.backend import (
     select_list,
 )
 from sessionstore.store.facts import NodeFacts
-from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, add_usage_sql, path_slice, path_sql
+from sessionstore.store.sqltx import (
+    FETCH_ROWS,
+    Statements,
+    StatementTx,
+    add_usage_sql,
+    path_slice,
+    path_sql,
+    text_hits_params,
+    text_hits_sql,
+)
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
@@ -102,10 +112,44 @@ STATEMENTS = Statements(
     payloads=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
     count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = :key",
     export_head=f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s WHERE id = :sid",
+    folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = :key ORDER BY seq",
 )
+
+TRIGRAM = 3
+"""Characters of a trigram token: FTS5's trigram index answers substring queries of at least this many."""
+_SESSIONS_WITH_TEXT_FTS = (
+    f"SELECT DISTINCT s.session_key FROM {SEARCH}_fts f JOIN {SEARCH} s ON s.rowid = f.rowid"
+    f" WHERE {SEARCH}_fts MATCH :query"
+)
+_SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
+_SESSIONS_WITH_TEXT_SCAN_ALL = _SESSIONS_WITH_TEXT_SCAN + " OR instr(extra, :needle) > 0"
+
+
+def fts_phrase(needle: str, *, everything: bool) -> str:
+    """The FTS5 query for ``needle`` as a substring: one quoted phrase (its trigrams in a row), of the
+    ``text`` column unless ``everything``."""
+    phrase = '"' + needle.replace('"', '""') + '"'
+    return phrase if everything else f"text : {phrase}"
 
 
 class SqliteTx(StatementTx):
+    def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
+        if len(needle) >= TRIGRAM:
+            rows = self._all(_SESSIONS_WITH_TEXT_FTS, {"query": fts_phrase(needle, everything=everything)})
+        else:  # shorter than a trigram: the index cannot answer, the rows are scanned
+            rows = self._all(_SESSIONS_WITH_TEXT_SCAN_ALL if everything else _SESSIONS_WITH_TEXT_SCAN,
+                             {"needle": needle})
+        return {row[0] for row in rows}
+
+    def text_hits(self, keys: Sequence[int], needles: Sequence[str], *, everything: bool,
+                  per_session: int) -> list[HitRow]:
+        if not keys or not needles:
+            return []
+        sql = text_hits_sql(SEARCH, ENTRIES, keys=len(keys), needles=len(needles), everything=everything,
+                            placeholder="?", contains="instr({0}, {1}) > 0")
+        self.cursor.execute(sql, text_hits_params(keys, needles, everything=everything, per_session=per_session))
+        return [HitRow._make(row) for row in self.cursor.fetchall()]
+
     def insert_session(self, values: NewSession) -> int:
         self.cursor.execute(self.sql.insert_session, values._asdict())
         return int(self.cursor.lastrowid)

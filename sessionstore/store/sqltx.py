@@ -68,6 +68,8 @@ class Statements:
     payloads: str
     count_entries: str
     export_head: str
+    folded_texts: str
+    """``text, extra`` of session ``key``'s search rows in seq order."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -189,6 +191,12 @@ class StatementTx:
             for (text,) in rows:
                 yield text
 
+    def folded_texts(self, key: int, *, everything: bool) -> list[str]:
+        rows = self._all(self.sql.folded_texts, {"key": key})
+        if everything:
+            return [t for text, extra in rows for t in (text, extra) if t]
+        return [text for text, _extra in rows if text]
+
     def count_entries(self, key: int) -> int:
         row = self._one(self.sql.count_entries, {"key": key})
         return int(row[0])
@@ -237,3 +245,24 @@ def add_usage_sql(table: str, placeholder: str) -> str:
     values = ", ".join([placeholder] * len(UsageRow._fields))
     return (f"INSERT INTO {table} ({', '.join(UsageRow._fields)}) VALUES ({values})"
             f" ON CONFLICT (session_key, model_key, day) DO UPDATE SET {sums}")
+
+
+def text_hits_sql(search: str, entries: str, *, keys: int, needles: int, everything: bool, placeholder: str,
+                  contains: str) -> str:
+    """The query of ``Tx.text_hits`` for ``keys`` session keys and ``needles`` needles, its parameters
+    positional (``placeholder``): the keys, the needles (twice with ``everything``), then the limit.
+    ``contains`` is the database's test that ``{0}`` holds ``{1}`` (e.g. ``instr({0}, {1}) > 0``)."""
+    tests = [contains.format("s.text", placeholder) for _ in range(needles)]
+    if everything:
+        tests += [contains.format("s.extra", placeholder) for _ in range(needles)]
+    return f"""SELECT session_key, seq, entry_id, role FROM (
+        SELECT s.session_key, s.seq, e.entry_id, s.role,
+               ROW_NUMBER() OVER (PARTITION BY s.session_key ORDER BY s.seq) AS n
+        FROM {search} s JOIN {entries} e ON e.session_key = s.session_key AND e.seq = s.seq
+        WHERE s.session_key IN ({", ".join([placeholder] * keys)}) AND ({" OR ".join(tests)})
+    ) hits WHERE n <= {placeholder} ORDER BY session_key, seq"""
+
+
+def text_hits_params(keys: Sequence[int], needles: Sequence[str], *, everything: bool, per_session: int) -> list[Any]:
+    """The positional parameters of :func:`text_hits_sql`."""
+    return [*keys, *needles, *(needles if everything else ()), per_session]

@@ -35,7 +35,8 @@
 //   node pi_oracle.mjs list DIR...
 //     For each directory, one JSON line: pi's SessionManager.listAll(DIR), the SessionInfo of every
 //     session file pi lists there in pi's order ({"path", "id", "cwd", "name", "parentSessionPath",
-//     "created", "modified", "messageCount", "firstMessage"}; times in milliseconds, null if invalid).
+//     "created", "modified", "messageCount", "firstMessage", "allMessagesText"}; times in milliseconds,
+//     null if invalid).
 //     It only reads the files.
 //
 //   node pi_oracle.mjs resolve BASE PATH...
@@ -676,6 +677,7 @@ async function list(args) {
       modified: time(info.modified),
       messageCount: info.messageCount,
       firstMessage: info.firstMessage,
+      allMessagesText: info.allMessagesText,
     }));
     process.stdout.write(`${JSON.stringify(rows)}\n`);
   }

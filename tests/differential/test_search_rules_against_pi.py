@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from sessionstore.catalog.js_regex import JsRegexSyntaxError, JsRegexUnsupported, compile_js_regex
-from sessionstore.catalog.js_text import ignore_case_classes
 from sessionstore.catalog.search_rules import (
     SearchFields,
     SearchSession,
@@ -30,6 +29,7 @@ from sessionstore.catalog.search_rules import (
     match_session,
     parse_query,
 )
+from sessionstore.models.js_text import ignore_case_classes
 from tests.differential.oracle import Oracle, find_oracle
 
 Json = dict[str, Any]

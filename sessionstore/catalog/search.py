@@ -1,0 +1,269 @@
+"""Session search in the database: pi 1.6's session-picker search over the store's sessions.
+
+pi's rules (:mod:`sessionstore.catalog.search_rules`) decide which sessions match a query, their
+score and their order; the database's search index (``sessionstore_search``, revision 0008) answers
+the one question the rules ask of a session's messages, "does the message text contain this
+needle", once per needle for every session, instead of the rules reading every message:
+
+- a whitespace-free needle is in pi's lowercased ``allMessagesText`` exactly when one entry's folded
+  ``text`` holds it (the index: SQLite FTS5 trigrams, PostgreSQL pg_trgm; a needle of fewer than three
+  characters scans the search rows);
+- a phrase with spaces may run across messages: the sessions holding every word of it are read
+  (their folded texts joined by spaces, pi's normalised ``allMessagesText``) and tested;
+- a ``re:`` query tests pi's raw ``allMessagesText``, which the index does not keep: it reads each
+  session's entries whose name, id and cwd do not decide the match.
+
+By default the messages are what pi searches (user and assistant text); ``everything`` adds the rest
+of each entry (``models.entry_catalog``: thinking, tool calls and results, bash, summaries, custom and
+system messages), in the same tier as the messages. Each result carries up to ``hits`` matching
+entries (entry id, role, a snippet of the entry's own text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sessionstore.catalog.js_regex import JsRegex
+from sessionstore.catalog.search_rules import (
+    ParsedQuery,
+    SearchFields,
+    filter_and_sort,
+    match_session,
+    needles,
+    parse_query,
+)
+from sessionstore.errors import InvalidInputError
+from sessionstore.models.entry_catalog import entry_texts
+from sessionstore.models.js_text import JS_WHITESPACE, js_trim, to_units
+from sessionstore.store.backend import Tx
+from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.entry_store import EntryStore
+from sessionstore.store.records import SessionInfo
+from sessionstore.wire.codec import json_loads
+
+SortOrder = Literal["relevance", "recent"]
+SORT_ORDERS: tuple[SortOrder, ...] = ("relevance", "recent")
+HITS_PER_SESSION = 3
+"""Matching entries shown per session unless told otherwise."""
+SNIPPET_CONTEXT = 40
+"""Characters of the entry's text shown on each side of a hit."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """An entry that holds the query: its id, its role (an entry type for entries that are not
+    messages) and a snippet of its text around the first match."""
+
+    entry_id: str
+    role: str
+    snippet: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entryId": self.entry_id, "role": self.role, "snippet": self.snippet}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """A session pi's picker shows for the query, its score (lower is better; 0 without a query) and
+    its matching entries."""
+
+    session: SessionInfo
+    score: float
+    hits: tuple[SearchHit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessionId": self.session.id, "score": self.score, "hits": [h.to_json() for h in self.hits]}
+
+
+def search_sessions(
+    store: EntryStore,
+    query: str,
+    *,
+    cwd: str | None = None,
+    limit: int | None = None,
+    sort: SortOrder = "relevance",
+    everything: bool = False,
+    hits: int = HITS_PER_SESSION,
+) -> list[SearchResult]:
+    """The sessions pi's session picker shows for ``query`` (its query syntax: tokens, ``"phrases"``,
+    ``re:``), by pi's relevance score or, with ``sort="recent"``, in list order (newest activity
+    first); at most ``limit``. ``cwd``: only the sessions of that directory (as ``list_sessions``).
+    Raises :class:`InvalidInputError` for a query pi shows nothing for because it is not valid (an
+    empty or invalid regex) or that this port cannot run as JavaScript would."""
+    _check(query, limit, sort, hits)
+    parsed = parse_query(query)
+    if parsed.error is not None:
+        raise InvalidInputError(f"bad query {query!r}: {parsed.error}")
+    with store.backend.read() as tx:
+        listed = store.listed_sessions(tx, cwd=cwd)
+        if not js_trim(query):
+            return [SearchResult(info, 0, ()) for _key, info in listed[:limit]]
+        index = _MessageIndex(tx, everything)
+        sessions = [_candidate(key, info, index) for key, info in listed]
+        shown = filter_and_sort(sessions, query, sort)[:limit]
+        scored = [(c, match_session(c.fields, c.messages, parsed)) for c in shown]
+        found = _hits(tx, index, parsed, [c.key for c in shown], hits)
+    return [SearchResult(c.info, score or 0, tuple(found.get(c.key, ()))) for c, score in scored]
+
+
+def _check(query: Any, limit: Any, sort: Any, hits: Any) -> None:
+    if not isinstance(query, str):
+        raise InvalidInputError(f"a query must be a string, got {type(query).__name__}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+    if sort not in SORT_ORDERS:
+        raise InvalidInputError(f"sort must be one of {', '.join(SORT_ORDERS)}, got {sort!r}")
+    if isinstance(hits, bool) or not isinstance(hits, int) or hits < 0:
+        raise InvalidInputError(f"hits must be a non-negative int, got {hits!r}")
+
+
+class _MessageIndex:
+    """pi's questions about the sessions' message texts, answered for every session at once, one
+    query per needle (kept for the search)."""
+
+    def __init__(self, tx: Tx, everything: bool) -> None:
+        self.tx = tx
+        self.everything = everything
+        self._with: dict[str, set[int]] = {}
+        self._with_phrase: dict[str, set[int]] = {}
+        self._raw: dict[int, list[tuple[str, str, str]]] = {}
+
+    def holding(self, needle: str) -> set[int]:
+        """Sessions whose message text holds the whitespace-free ``needle`` (lowercased)."""
+        found = self._with.get(needle)
+        if found is None:
+            found = self._with[needle] = self.tx.sessions_with_text(to_db(needle), everything=self.everything)
+        return found
+
+    def holding_phrase(self, phrase: str) -> set[int]:
+        """Sessions whose normalised message text holds the normalised ``phrase``."""
+        if " " not in phrase:
+            return self.holding(phrase)
+        found = self._with_phrase.get(phrase)
+        if found is None:
+            words = [self.holding(word) for word in phrase.split(" ")]
+            candidates = set.intersection(*words)
+            stored = to_db(phrase)
+            found = {key for key in candidates
+                     if stored in " ".join(self.tx.folded_texts(key, everything=self.everything))}
+            self._with_phrase[phrase] = found
+        return found
+
+    def raw_texts(self, key: int) -> list[tuple[str, str, str]]:
+        """The session's entries' raw search texts ``(entry id, role, text)`` in append order (for
+        ``re:``), non-empty ones only; ``text`` is what pi searches, plus the rest with ``everything``."""
+        texts = self._raw.get(key)
+        if texts is None:
+            texts = []
+            for payload in self.tx.payloads(key):
+                entry = json_loads(payload)
+                found = entry_texts(entry)
+                if found is None:
+                    continue
+                text = " ".join(t for t in (found.text, found.extra) if t) if self.everything else found.text
+                if text:
+                    texts.append((str(entry.get("id")), found.role, text))
+            self._raw[key] = texts
+        return texts
+
+
+class _IndexedMessages:
+    """One session's side of :class:`~sessionstore.catalog.search_rules.MessageSearch`."""
+
+    def __init__(self, key: int, index: _MessageIndex) -> None:
+        self.key = key
+        self.index = index
+
+    def contains_lower(self, value: str) -> bool:
+        return self.key in self.index.holding(value)
+
+    def contains_normalized(self, phrase: str) -> bool:
+        return self.key in self.index.holding_phrase(phrase)
+
+    def search_regex(self, regex: JsRegex) -> bool:
+        return regex.test(" ".join(text for _id, _role, text in self.index.raw_texts(self.key)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A listed session as the rules see it (a :class:`~sessionstore.catalog.search_rules.Searchable`),
+    with its key."""
+
+    key: int
+    info: SessionInfo
+    fields: SearchFields
+    messages: _IndexedMessages
+
+
+def _candidate(key: int, info: SessionInfo, index: _MessageIndex) -> _Candidate:
+    # (a session without a time sorts as the oldest: pi would take its file's mtime)
+    fields = SearchFields(info.id, info.name, info.cwd, float(info.modified_ms or 0))
+    return _Candidate(key, info, fields, _IndexedMessages(key, index))
+
+
+def _hits(tx: Tx, index: _MessageIndex, parsed: ParsedQuery, keys: Sequence[int], per_session: int
+          ) -> dict[int, list[SearchHit]]:
+    """Up to ``per_session`` matching entries of each session in ``keys``."""
+    if per_session == 0 or not keys:
+        return {}
+    found: dict[int, list[SearchHit]] = {}
+    if parsed.mode == "regex":
+        assert parsed.regex is not None
+        for key in keys:
+            matching = [(entry_id, role, text) for entry_id, role, text in index.raw_texts(key)
+                        if parsed.regex.test(text)][:per_session]
+            found[key] = [SearchHit(entry_id, role, _regex_snippet(parsed.regex, text))
+                          for entry_id, role, text in matching]
+        return found
+    wanted = [n.value for n in needles(parsed) or ()]
+    for row in tx.text_hits(keys, [to_db(n) for n in wanted], everything=index.everything,
+                            per_session=per_session):
+        payload = tx.payload_at(row.session_key, row.seq)
+        texts = entry_texts(json_loads(payload)) if payload is not None else None
+        text = ""
+        if texts is not None:  # the part that matched: pi's text, else (with everything) the rest
+            text = texts.text if texts.text and (not index.everything or _holds(texts.text, wanted)) else texts.extra
+        hit = SearchHit(from_db(row.entry_id), from_db(row.role), _snippet(text, wanted))
+        found.setdefault(row.session_key, []).append(hit)
+    return found
+
+
+def _needle_pattern(needle: str) -> re.Pattern[str]:
+    """``needle`` (folded) found case-insensitively in raw text, any whitespace run for a space."""
+    spaces = f"[{re.escape(JS_WHITESPACE)}]+"
+    return re.compile(spaces.join(re.escape(part) for part in needle.split(" ")), re.IGNORECASE)
+
+
+def _holds(text: str, wanted: Sequence[str]) -> bool:
+    return any(_needle_pattern(n).search(text) for n in wanted)
+
+
+def _snippet(text: str, wanted: Sequence[str]) -> str:
+    """The part of ``text`` around the earliest of the ``wanted`` needles (its start when none is found
+    as written, e.g. where case folding changed the length)."""
+    spans = [m.span() for m in (_needle_pattern(n).search(text) for n in wanted) if m is not None]
+    start, end = min(spans) if spans else (0, 0)
+    return _cut(text, start, end)
+
+
+def _regex_snippet(regex: JsRegex, text: str) -> str:
+    """The part of ``text`` around the regex's first match (found on its UTF-16 code units, as pi's)."""
+    units = to_units(text)
+    match = regex.python.search(units)
+    start, end = match.span() if match is not None else (0, 0)
+    return _cut(units, start, end).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+_WHITESPACE_RUN = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
+
+
+def _cut(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` with :data:`SNIPPET_CONTEXT` characters on each side, whitespace runs made one
+    space, ``…`` where it was cut."""
+    end = min(max(end, start), start + 2 * SNIPPET_CONTEXT)  # (a long match is shown by its start)
+    left, right = max(0, start - SNIPPET_CONTEXT), min(len(text), end + SNIPPET_CONTEXT)
+    piece = _WHITESPACE_RUN.sub(" ", text[left:right]).strip(" ")
+    return ("…" if left > 0 else "") + piece + ("…" if right < len(text) else "")
