@@ -18,6 +18,7 @@ RUNS = {
     "resume.py": ["--sizes", "200", "--repeat", "1"],
     "real_files.py": ["--repeat", "1"],
     "peers.py": ["--sizes", "100", "--rounds", "2", "--resume-size", "400", "--resume-repeat", "1"],
+    "search.py": ["--quick"],
 }
 NEEDS = {"peers.py": "agents"}
 """A script's benchmark-only extra (``.[bench]``, which ``.ci/run`` installs), by the module it imports."""

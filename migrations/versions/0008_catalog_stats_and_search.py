@@ -27,8 +27,10 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from sessionstore.models.entry_catalog import search_texts, usage_of
+from sessionstore.models.entry_catalog import usage_of
+from sessionstore.store.backend import search_row
 from sessionstore.store.facts import SessionStats, UsageBuckets
+from sessionstore.store.sqlite import ROWID_SESSION
 from sessionstore.wire.codec import json_loads
 
 revision = "0008"
@@ -123,8 +125,10 @@ def _backfill(conn: Any, dialect: str) -> None:
                    " ORDER BY seq LIMIT :batch")
     counters = sa.text("UPDATE sessionstore_sessions SET " + ", ".join(f"{c} = :{c}" for c in COUNTERS)
                        + " WHERE key = :key")
-    add_search = sa.text("INSERT INTO sessionstore_search (session_key, seq, role, text, extra)"
-                         " VALUES (:session_key, :seq, :role, :text, :extra)")
+    # (SQLite: the rowid the store gives a search row, which its FTS queries read the session from)
+    rowid = f":session_key * {ROWID_SESSION} + :seq" if dialect == "sqlite" else "DEFAULT"
+    add_search = sa.text(f"INSERT INTO sessionstore_search (rowid, session_key, seq, role, text, extra)"
+                         f" VALUES ({rowid}, :session_key, :seq, :role, :text, :extra)")
     add_usage = sa.text("INSERT INTO sessionstore_usage (session_key, model_key, day, entries, input, output,"
                         " cache_read, cache_write, cost) VALUES (:session_key, :model_key, :day, :entries, :input,"
                         " :output, :cache_read, :cache_write, :cost)")
@@ -138,9 +142,9 @@ def _backfill(conn: Any, dialect: str) -> None:
                 entry = json_loads(text)
                 stats.add(entry)
                 buckets.add(entry, usage_of(entry))
-                texts = search_texts(entry)
-                if texts is not None:
-                    found.append({"session_key": key, "seq": seq, **texts._asdict()})
+                row = search_row(key, seq, entry)
+                if row is not None:
+                    found.append(row._asdict())
             if found:
                 conn.execute(add_search, found)
             after = rows[-1][0] + 1

@@ -21,6 +21,7 @@ from typing import IO, Any, NamedTuple, Protocol
 
 import orjson
 
+from sessionstore.models.entry_catalog import search_texts
 from sessionstore.store.dbtext import to_db
 from sessionstore.store.facts import NodeFacts, UsageRow
 
@@ -63,6 +64,14 @@ def entry_row(
         to_db(kind) if isinstance(kind, str) else orjson.dumps(kind).decode(),
         payload,
     )
+
+
+def search_row(session_key: int, seq: int, entry: dict[str, Any]) -> SearchRow | None:
+    """The search row of ``entry`` (its folded texts in stored form), ``None`` when it has no search text."""
+    texts = search_texts(entry)
+    if texts is None:
+        return None
+    return SearchRow(session_key, seq, to_db(texts.role), to_db(texts.text), to_db(texts.extra))
 
 
 class HeadRow(NamedTuple):

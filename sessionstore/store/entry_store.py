@@ -25,7 +25,7 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
-from sessionstore.models.entry_catalog import search_texts, usage_of
+from sessionstore.models.entry_catalog import usage_of
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso
@@ -35,10 +35,10 @@ from sessionstore.store.backend import (
     HeadRow,
     HeadUpdate,
     NewSession,
-    SearchRow,
     SessionRow,
     Tx,
     entry_row,
+    search_row,
 )
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
@@ -219,7 +219,7 @@ class EntryStore:
                     usage.add(entry, usage_of(entry))
                     last_id = entry["id"]
                     payload = text if text is not None else stored_payload(entry)
-                    sink.add(entry_row(key, entry, facts, parent_seq, payload), _search_row(key, facts.seq, entry))
+                    sink.add(entry_row(key, entry, facts, parent_seq, payload), search_row(key, facts.seq, entry))
                     if progress is not None and len(index) % PROGRESS_EVERY == 0:
                         progress()
             if progress is not None:
@@ -521,7 +521,7 @@ class EntryStore:
             texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             parent_seq = None if parent_facts is None else parent_facts.seq
             tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
-            search = _search_row(head.key, seq, entry)
+            search = search_row(head.key, seq, entry)
             if search is not None:
                 tx.add_search(search)
             usage = UsageBuckets()
@@ -574,13 +574,6 @@ def _stats(row: HeadRow) -> SessionStats:
     return SessionStats(row.entry_count, row.message_count, from_db(row.name), from_db(row.first_message),
                         row.modified_ms, row.user_messages, row.assistant_messages, row.tool_results, row.tool_calls)
 
-
-def _search_row(key: int, seq: int, entry: Json) -> SearchRow | None:
-    """The entry's search row (texts in stored form), ``None`` when it has no search text."""
-    texts = search_texts(entry)
-    if texts is None:
-        return None
-    return SearchRow(key, seq, to_db(texts.role), to_db(texts.text), to_db(texts.extra))
 
 
 def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:

@@ -48,6 +48,8 @@ SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+ROWID_SESSION = 2**32
+"""A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
 
 INSERT_BATCH = 2_000
 """Rows per ``executemany`` of an import."""
@@ -95,7 +97,12 @@ STATEMENTS = Statements(
     insert_entry=(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES ({', '.join('?' * len(EntryRow._fields))})"
     ),
-    insert_search=f"INSERT INTO {SEARCH} ({', '.join(SearchRow._fields)}) VALUES (?, ?, ?, ?, ?)",
+    # The rowid is the session key and seq in one integer (its high and low 32 bits): the FTS5 index
+    # gives the sessions of its matches from its own rowids, without reading the search table.
+    insert_search=(
+        f"INSERT INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
+        f" VALUES (?1 * {ROWID_SESSION} + ?2, ?1, ?2, ?3, ?4, ?5)"
+    ),
     add_usage=add_usage_sql(USAGE, "?"),
     facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
     payload=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND entry_id = :eid",
@@ -117,10 +124,7 @@ STATEMENTS = Statements(
 
 TRIGRAM = 3
 """Characters of a trigram token: FTS5's trigram index answers substring queries of at least this many."""
-_SESSIONS_WITH_TEXT_FTS = (
-    f"SELECT DISTINCT s.session_key FROM {SEARCH}_fts f JOIN {SEARCH} s ON s.rowid = f.rowid"
-    f" WHERE {SEARCH}_fts MATCH :query"
-)
+_SESSIONS_WITH_TEXT_FTS = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
 _SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
 _SESSIONS_WITH_TEXT_SCAN_ALL = _SESSIONS_WITH_TEXT_SCAN + " OR instr(extra, :needle) > 0"
 
