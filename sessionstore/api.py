@@ -190,8 +190,9 @@ class SessionStore:
         ``re:regex``; every token must match the name, id, cwd or messages), ordered by pi's relevance
         score or (``sort="recent"``) newest activity first, each with up to ``hits`` matching entries.
         ``everything`` also searches what pi does not (thinking, tool calls and results, bash, summaries,
-        custom messages). Reads the search index, not the payloads (a ``re:`` query reads the entries of
-        the sessions whose name, id and cwd do not decide it). See :mod:`sessionstore.catalog.search`."""
+        custom messages), which the index does not hold: slower (a scan of the search rows). Reads the
+        search index, not the payloads (a ``re:`` query reads the entries of the sessions whose name, id
+        and cwd do not decide it). See :mod:`sessionstore.catalog.search`."""
         return search_sessions(self._entries, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
                                hits=hits)
 

@@ -8,7 +8,9 @@
   session picker searches; ``extra``: the rest). SQLite indexes them in ``sessionstore_search_fts``, an
   FTS5 table with the trigram tokenizer over the table's own rows (external content), kept in step by
   triggers; PostgreSQL in pg_trgm GIN indexes, when the extension exists or can be created (without
-  it the same queries scan the table).
+  it the same queries scan the table). Only ``text`` is indexed: ``extra`` (tool results, thinking,
+  bash output: most of the text) is read by a scan when a search asks for it (``--everything``), so
+  that imports and appends do not pay a trigram index of every tool output.
 
 Every existing session is folded once, in append order, with the rules the store writes with
 (``sessionstore.models.entry_catalog`` and ``facts.SessionStats``: one home for each rule). Downgrade
@@ -44,20 +46,19 @@ BATCH = 2_000
 COUNTERS = ("user_messages", "assistant_messages", "tool_results", "tool_calls")
 
 SQLITE_FTS = (
-    "CREATE VIRTUAL TABLE sessionstore_search_fts USING fts5(text, extra, content='sessionstore_search',"
+    "CREATE VIRTUAL TABLE sessionstore_search_fts USING fts5(text, content='sessionstore_search',"
     " content_rowid='rowid', tokenize='trigram case_sensitive 1')",
     "CREATE TRIGGER sessionstore_search_fts_insert AFTER INSERT ON sessionstore_search BEGIN"
-    " INSERT INTO sessionstore_search_fts (rowid, text, extra) VALUES (new.rowid, new.text, new.extra); END",
+    " INSERT INTO sessionstore_search_fts (rowid, text) VALUES (new.rowid, new.text); END",
     "CREATE TRIGGER sessionstore_search_fts_delete AFTER DELETE ON sessionstore_search BEGIN"
-    " INSERT INTO sessionstore_search_fts (sessionstore_search_fts, rowid, text, extra)"
-    " VALUES ('delete', old.rowid, old.text, old.extra); END",
+    " INSERT INTO sessionstore_search_fts (sessionstore_search_fts, rowid, text)"
+    " VALUES ('delete', old.rowid, old.text); END",
     "CREATE TRIGGER sessionstore_search_no_update BEFORE UPDATE ON sessionstore_search BEGIN"
     " SELECT RAISE(ABORT, 'sessionstore_search rows are written once'); END",
 )
 
 PG_TRGM_INDEXES = (
     "CREATE INDEX ix_sessionstore_search_text_trgm ON sessionstore_search USING gin (text gin_trgm_ops)",
-    "CREATE INDEX ix_sessionstore_search_extra_trgm ON sessionstore_search USING gin (extra gin_trgm_ops)",
 )
 
 

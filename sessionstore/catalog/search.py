@@ -15,8 +15,9 @@ needle", once per needle for every session, instead of the rules reading every m
 
 By default the messages are what pi searches (user and assistant text); ``everything`` adds the rest
 of each entry (``models.entry_catalog``: thinking, tool calls and results, bash, summaries, custom and
-system messages), in the same tier as the messages. Each result carries up to ``hits`` matching
-entries (entry id, role, a snippet of the entry's own text).
+system messages), in the same tier as the messages; the index holds only pi's part, so the rest is
+scanned. Each result carries up to ``hits`` matching entries (entry id, role, a snippet of the
+entry's own text).
 """
 
 from __future__ import annotations

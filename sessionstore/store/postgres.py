@@ -134,12 +134,12 @@ STATEMENTS = Statements(
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"
-_SESSIONS_WITH_TEXT_ALL = _SESSIONS_WITH_TEXT + " OR extra LIKE %(pattern)s"
+_SESSIONS_WITH_TEXT_ALL = _SESSIONS_WITH_TEXT + " OR extra LIKE %(pattern)s"  # (``extra`` has no index: scanned)
 
 
 def like_pattern(needle: str) -> str:
     """A LIKE pattern matching ``needle`` anywhere (``\\``, ``%`` and ``_`` escaped): pg_trgm's GIN
-    indexes answer it for needles of three characters or more."""
+    index of ``text`` answers it for needles of three characters or more."""
     escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 

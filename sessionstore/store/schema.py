@@ -152,9 +152,9 @@ search = Table(
     "sessionstore_search",
     metadata,
     # The folded search texts of an entry (``models.entry_catalog.search_texts``): ``text`` is what
-    # pi's picker searches, ``extra`` the rest. SQLite indexes both in the FTS5 table
-    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008), PostgreSQL with
-    # pg_trgm GIN indexes when the extension can be created.
+    # pi's picker searches, ``extra`` the rest. SQLite indexes ``text`` in the FTS5 table
+    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008), PostgreSQL with a
+    # pg_trgm GIN index when the extension can be created; ``extra`` is scanned when asked for.
     Column("rowid", SessionKey, Identity(), primary_key=True),
     Column("session_key", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),

@@ -123,26 +123,26 @@ STATEMENTS = Statements(
 )
 
 TRIGRAM = 3
-"""Characters of a trigram token: FTS5's trigram index answers substring queries of at least this many."""
-_SESSIONS_WITH_TEXT_FTS = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
+"""Characters of a trigram token: FTS5's trigram index (of the search rows' ``text``) answers substring
+queries of at least this many."""
+_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
 _SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
-_SESSIONS_WITH_TEXT_SCAN_ALL = _SESSIONS_WITH_TEXT_SCAN + " OR instr(extra, :needle) > 0"
+_SESSIONS_WITH_EXTRA_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(extra, :needle) > 0"
 
 
-def fts_phrase(needle: str, *, everything: bool) -> str:
-    """The FTS5 query for ``needle`` as a substring: one quoted phrase (its trigrams in a row), of the
-    ``text`` column unless ``everything``."""
-    phrase = '"' + needle.replace('"', '""') + '"'
-    return phrase if everything else f"text : {phrase}"
+def fts_phrase(needle: str) -> str:
+    """The FTS5 query for ``needle`` as a substring: one quoted phrase (its trigrams in a row)."""
+    return '"' + needle.replace('"', '""') + '"'
 
 
 class SqliteTx(StatementTx):
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         if len(needle) >= TRIGRAM:
-            rows = self._all(_SESSIONS_WITH_TEXT_FTS, {"query": fts_phrase(needle, everything=everything)})
+            rows = self._all(_SESSIONS_WITH_TEXT, {"query": fts_phrase(needle)})
         else:  # shorter than a trigram: the index cannot answer, the rows are scanned
-            rows = self._all(_SESSIONS_WITH_TEXT_SCAN_ALL if everything else _SESSIONS_WITH_TEXT_SCAN,
-                             {"needle": needle})
+            rows = self._all(_SESSIONS_WITH_TEXT_SCAN, {"needle": needle})
+        if everything:  # ``extra`` has no index: scanned
+            rows += self._all(_SESSIONS_WITH_EXTRA_SCAN, {"needle": needle})
         return {row[0] for row in rows}
 
     def text_hits(self, keys: Sequence[int], needles: Sequence[str], *, everything: bool,
