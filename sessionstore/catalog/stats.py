@@ -265,6 +265,18 @@ class AllStatsReport:
     by: GroupBy | None = None
     groups: tuple[StatsGroup, ...] = field(default=())
 
+    @property
+    def tokens(self) -> Tokens:
+        return self.usage.tokens
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
+    @property
+    def breakdown(self) -> tuple[BreakdownItem, ...]:
+        return self.usage.breakdown
+
     def to_json(self) -> Json:
         out: Json = {"sessions": self.sessions, **self.messages.to_json(), **self.usage.to_json()}
         if self.by is not None:
