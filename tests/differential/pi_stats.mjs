@@ -17,6 +17,8 @@
 //     cacheWrite, total}, cost}, "breakdown": [{key, cost, tokens}], "text"} or {"file", "error"} where
 //     pi throws. selectedModel = `${provider}/${modelId}` of buildSessionContext().model (the model a
 //     resume selects), null without one; "text" prints TEXT (default "In database") as the File.
+//   node pi_stats.mjs formats JSON
+//     For each number of the JSON array: [toFixed(3), toFixed(1), toLocaleString(), formatTokens()].
 //   node pi_stats.mjs build --out DIR
 //     Writes session files through pi's SessionManager that hold every kind of usage pi counts
 //     (assistant with and without responseModel, toolResult usage, usage entries, compaction and
@@ -293,8 +295,13 @@ const [mode, ...rest] = process.argv.slice(2);
 try {
   if (mode === "stats") await stats(parseArgs(rest));
   else if (mode === "build") await build(parseArgs(rest));
+  else if (mode === "formats") {
+    const pi = await loadPi();
+    const values = JSON.parse(rest[0]);
+    process.stdout.write(`${JSON.stringify(values.map((v) => [v.toFixed(3), v.toFixed(1), v.toLocaleString(), pi.formatTokens(v)]))}\n`);
+  }
   else {
-    process.stderr.write("usage: pi_stats.mjs stats [--location TEXT] FILE... | build --out DIR\n");
+    process.stderr.write("usage: pi_stats.mjs stats [--location TEXT] FILE... | formats JSON | build --out DIR\n");
     process.exit(2);
   }
 } catch (error) {

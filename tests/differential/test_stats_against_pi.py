@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import pytest
 
 from sessionstore.api import SessionStore
-from sessionstore.catalog.stats import SessionStatsReport
+from sessionstore.catalog.stats import SessionStatsReport, format_tokens, js_fixed, js_locale
 from sessionstore.errors import SessionStoreError
 from tests.differential.conftest import FIXTURE_FILES, Generated
 from tests.differential.oracle import ORACLE_TIMEOUT_S, Oracle
@@ -82,7 +83,8 @@ def differences(report: SessionStatsReport, pi: Json) -> list[str]:
         problems.append(f"cost: pi {theirs['cost']!r}, ours {ours['cost']!r}")
     pi_breakdown = sorted(pi["breakdown"], key=lambda i: (-i["cost"], i["key"]))
     if [i["key"] for i in ours["breakdown"]] != [i["key"] for i in pi_breakdown]:
-        problems.append(f"breakdown keys: pi {[i['key'] for i in pi_breakdown]}, ours {[i['key'] for i in ours['breakdown']]}")
+        keys = ([i["key"] for i in pi_breakdown], [i["key"] for i in ours["breakdown"]])
+        problems.append(f"breakdown keys: pi {keys[0]}, ours {keys[1]}")
     else:
         for mine, their in zip(ours["breakdown"], pi_breakdown, strict=True):
             if not (close(mine["cost"], their["cost"]) and close(mine["tokens"], their["tokens"])):
@@ -159,3 +161,19 @@ def test_stats_all_sums_what_pi_shows_of_each_session(
     assert len(by_day.groups) >= 3  # the built sessions span days
     assert math.isclose(math.fsum(g.usage.cost for g in by_day.groups), total.cost, rel_tol=REL_TOL)
     assert by_day.usage == total.usage == by_model.usage
+
+
+def test_the_number_formats_are_javascripts(oracle: Oracle) -> None:
+    """``toFixed``, en-US ``toLocaleString`` and pi's ``formatTokens``, run by Node on the same numbers:
+    the edges of each format and rounding ties, and random token counts and costs."""
+    rng = random.Random(13)
+    values: list[float] = [0, 0.5, 0.0625, 0.0005, 1.0005, 2.5, 8.0005, 1234.5675, 999, 999.5, 1000, 9949, 9950,
+                           9999, 10000, 999499, 999500, 999999, 1e6, 9.95e6, 9999999, 1e7, 12345678, 2**53, 1e21,
+                           1.5e21, 97.04999, 0.1 + 0.2, 123456.789e3]
+    values += [rng.randint(0, 10**rng.randint(1, 10)) for _ in range(200)]
+    values += [rng.random() * 10**rng.randint(-4, 4) for _ in range(200)]
+    values += [round(rng.random() * 100, 4) for _ in range(100)]
+    theirs = json.loads(run_stats_oracle(oracle, "formats", json.dumps(values)))
+    ours = [[js_fixed(v, 3), js_fixed(v, 1), js_locale(v), format_tokens(v)] for v in values]
+    wrong = [(v, t, o) for v, t, o in zip(values, theirs, ours, strict=True) if t != o]
+    assert wrong == []
