@@ -307,7 +307,7 @@ def test_an_entry_deeper_than_the_leaf_is_never_on_its_path(make_backend: Backen
         assert tx.path(key, 5, from_depth=3).payloads == []
 
 
-def test_usage_rows_add_up_per_key_and_day_and_sum_over_the_chosen_sessions_only(
+def test_usage_rows_add_up_per_key_and_day_and_sums_cover_the_chosen_sessions_only(
     make_backend: BackendFactory,
 ) -> None:
     from sessionstore.store.facts import UsageRow
@@ -331,6 +331,12 @@ def test_usage_rows_add_up_per_key_and_day_and_sum_over_the_chosen_sessions_only
         assert tx.usage_sums([]) == []
         many = [*range(10**6, 10**6 + 40_000), c]  # past any limit on parameters: the keys are one parameter
         assert [s.cost for s in tx.usage_sums(many)] == [8.0]
+    with backend.write() as tx:
+        tx.update_head(HeadUpdate(a, None, None, 9, 7, None, None, None, 2, 3, 1, 4), texts_changed=False)
+        tx.update_head(HeadUpdate(b, None, None, 1, 1, None, None, None, 1, 0, 0, 0), texts_changed=False)
+    with backend.read() as tx:
+        assert tuple(tx.counter_sums([a, b])) == (8, 3, 3, 4, 1)  # messages, user, assistant, calls, results
+        assert tuple(tx.counter_sums([c])) == tuple(tx.counter_sums([])) == (0, 0, 0, 0, 0)
     with backend.write() as tx:
         tx.delete_session(a)
     with backend.read() as tx:
