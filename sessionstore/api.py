@@ -607,8 +607,9 @@ class SessionStore:
     ) -> AllStatsReport:
         """The stats summed over the sessions ``list_sessions(cwd=..., since_ms=...)`` lists (the same
         rule: ``cwd`` resolved as pi resolves it, ``since_ms`` the last activity), and with ``by``
-        (``"model"``: per breakdown key, ``"day"``: per UTC day of the entries) per group, from one
-        grouped query over the usage rows. A ``by`` of anything else raises ``InvalidInputError``."""
+        (``"model"``: per breakdown key, ``"day"``: per UTC day of the entries) per group: one aggregate
+        query of their counters and one grouped query of their usage rows. Message counts are per
+        session, so groups carry usage only. A ``by`` of anything else raises ``InvalidInputError``."""
         return catalog_stats.all_stats(self._entries, cwd=cwd, since_ms=since_ms,
                                        by=catalog_stats.check_group_by(by))
 
