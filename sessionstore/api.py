@@ -18,8 +18,11 @@ from typing import IO, Any, cast
 
 from pydantic import ValidationError
 
+from sessionstore.catalog import stats as catalog_stats
 from sessionstore.catalog.search import HITS_PER_SESSION, SearchResult, SortOrder, search_sessions
+from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport
 from sessionstore.context import build_session_context, project
+from sessionstore.context.build import model_of
 from sessionstore.context.compaction import (
     DEFAULT_KEEP_RECENT_TOKENS,
     CompactionPlan,
@@ -589,6 +592,35 @@ class SessionStore:
                 f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
                 " whose call was summarised away"
             )
+
+    # -- stats ---------------------------------------------------------------------------------
+    def stats(self, session_id: str) -> SessionStatsReport:
+        """What pi 1.6's ``/session`` shows of the session (``getSessionStats``): message counts by role,
+        tool calls and results, tokens (input, output, cacheRead, cacheWrite, total), cost and the
+        per-model breakdown, over every entry of every branch. Read from the session row and its usage
+        rows (no payload but the one entry that selects the model at the leaf); see
+        ``sessionstore.catalog.stats`` for where it differs from pi. ``SessionNotFoundError`` when
+        there is no such session."""
+        return catalog_stats.session_stats(self._entries, session_id, model_key=_selected_model_key)
+
+    def stats_all(
+        self, *, cwd: str | None = None, since_ms: int | float | None = None, by: str | None = None
+    ) -> AllStatsReport:
+        """The stats summed over the sessions ``list_sessions(cwd=..., since_ms=...)`` lists (the same
+        rule: ``cwd`` resolved as pi resolves it, ``since_ms`` the last activity), and with ``by``
+        (``"model"``: per breakdown key, ``"day"``: per UTC day of the entries) per group: one aggregate
+        query of their counters and one grouped query of their usage rows. Message counts are per
+        session, so groups carry usage only. A ``by`` of anything else raises ``InvalidInputError``."""
+        return catalog_stats.all_stats(self._entries, cwd=cwd, since_ms=since_ms,
+                                       by=catalog_stats.check_group_by(by))
+
+
+def _selected_model_key(entry: Mapping[str, Any]) -> str | None:
+    """pi's ``selectedModelKey`` (``{provider}/{id}``) of the model an entry selects on resume."""
+    model = model_of(entry)
+    if model is None:
+        return None
+    return f"{js.to_string(model.get('provider', js.MISSING))}/{js.to_string(model.get('modelId', js.MISSING))}"
 
 
 __all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "TreeNode", "message_to_wire"]

@@ -948,5 +948,7 @@ def check(ctx: Ctx) -> None:
 
 
 from sessionstore.cli.search_cmd import search  # noqa: E402  (its module uses the helpers above)
+from sessionstore.cli.stats_cmd import stats  # noqa: E402  (likewise)
 
 cli.add_command(search)
+cli.add_command(stats)

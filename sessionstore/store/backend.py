@@ -327,6 +327,21 @@ class Tx(Protocol):
         returns the count."""
         ...
 
+    # -- catalog: stats --------------------------------------------------------------------------
+    def session_usage(self, key: int) -> list[UsageRow]:
+        """The session's ``sessionstore_usage`` rows (its usage sums per breakdown key and day), read by
+        the primary key; no payload is read."""
+        ...
+
+    def usage_sums(self, keys: Sequence[int]) -> list[UsageSum]:
+        """The usage of the sessions ``keys`` summed per breakdown key and day, in one grouped query over
+        ``sessionstore_usage`` (the keys travel as one parameter, however many they are)."""
+        ...
+
+    def counter_sums(self, keys: Sequence[int]) -> CounterSums:
+        """pi's message counters of the session rows ``keys``, summed in one aggregate query (0 for none)."""
+        ...
+
 
 class Backend(Protocol):
     """A database the entry store runs on: transactions on the driver's connections."""
@@ -344,3 +359,26 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class UsageSum(NamedTuple):
+    """``sessionstore_usage`` rows of several sessions summed under one key on one day (``Tx.usage_sums``)."""
+
+    model_key: str
+    day: str
+    entries: int
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    cost: float
+
+
+class CounterSums(NamedTuple):
+    """pi's message counters of several session rows, summed (``Tx.counter_sums``)."""
+
+    message_count: int
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    tool_results: int

@@ -39,14 +39,16 @@ from sessionstore.store.backend import (
     TreeRow,
     select_list,
 )
-from sessionstore.store.facts import NodeFacts
+from sessionstore.store.facts import NodeFacts, UsageRow
 from sessionstore.store.sqltx import (
     Statements,
     StatementTx,
     add_usage_sql,
+    counter_sums_sql,
     path_sql,
     text_hits_params,
     text_hits_sql,
+    usage_sums_sql,
 )
 
 SESSIONS = "sessionstore_sessions"
@@ -77,6 +79,9 @@ _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
 _SESSION_COLUMNS = select_list(SessionRow, header="header::text")
 _PAYLOAD = "payload::text"
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
+
+_CHOSEN_KEYS = "SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(%(keys)s AS json))"
+"""The session keys of the JSON array parameter ``keys`` (stats of many sessions)."""
 
 STATEMENTS = Statements(
     head=_HEAD,
@@ -131,6 +136,9 @@ STATEMENTS = Statements(
         f" FROM {SESSIONS} s WHERE id = %(sid)s"
     ),
     folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = %(key)s ORDER BY seq",
+    session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = %(key)s",
+    usage_sums=usage_sums_sql(USAGE, _CHOSEN_KEYS),
+    counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"

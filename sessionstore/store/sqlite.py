@@ -32,16 +32,18 @@ from sessionstore.store.backend import (
     TreeRow,
     select_list,
 )
-from sessionstore.store.facts import NodeFacts
+from sessionstore.store.facts import NodeFacts, UsageRow
 from sessionstore.store.sqltx import (
     FETCH_ROWS,
     Statements,
     StatementTx,
     add_usage_sql,
+    counter_sums_sql,
     path_slice,
     path_sql,
     text_hits_params,
     text_hits_sql,
+    usage_sums_sql,
 )
 
 SESSIONS = "sessionstore_sessions"
@@ -75,6 +77,9 @@ _COUNTS_SET = (
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
 _SESSION_COLUMNS = select_list(SessionRow)
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
+
+_CHOSEN_KEYS = "SELECT value FROM json_each(:keys)"
+"""The session keys of the JSON array parameter ``keys`` (stats of many sessions)."""
 
 STATEMENTS = Statements(
     head=_HEAD,
@@ -120,6 +125,9 @@ STATEMENTS = Statements(
     count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = :key",
     export_head=f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s WHERE id = :sid",
     folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = :key ORDER BY seq",
+    session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = :key",
+    usage_sums=usage_sums_sql(USAGE, _CHOSEN_KEYS),
+    counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
 )
 
 TRIGRAM = 3

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+import orjson
+
 from sessionstore.store.backend import (
+    CounterSums,
     EntryRow,
     ExportHead,
     HeadRow,
@@ -18,6 +21,8 @@ from sessionstore.store.backend import (
     SearchRow,
     SessionRow,
     TreeRow,
+    UsageSum,
+    select_list,
 )
 from sessionstore.store.facts import NodeFacts, UsageRow
 
@@ -70,6 +75,12 @@ class Statements:
     export_head: str
     folded_texts: str
     """``text, extra`` of session ``key``'s search rows in seq order."""
+    session_usage: str
+    """:class:`UsageRow` of session ``key``."""
+    usage_sums: str
+    """:class:`UsageSum` per key and day of the sessions in ``keys``, a JSON array of session keys."""
+    counter_sums: str
+    """:class:`CounterSums` of the session rows in ``keys`` (as for ``usage_sums``)."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -205,6 +216,18 @@ class StatementTx:
         row = self._one(self.sql.export_head, {"sid": session_id})
         return None if row is None else ExportHead._make(row[: len(ExportHead._fields)])
 
+    # -- catalog: stats --------------------------------------------------------------------------
+    def session_usage(self, key: int) -> list[UsageRow]:
+        return [UsageRow._make(r) for r in self._all(self.sql.session_usage, {"key": key})]
+
+    def usage_sums(self, keys: Sequence[int]) -> list[UsageSum]:
+        chosen = orjson.dumps([int(k) for k in keys]).decode()
+        return [UsageSum._make(r) for r in self._all(self.sql.usage_sums, {"keys": chosen})]
+
+    def counter_sums(self, keys: Sequence[int]) -> CounterSums:
+        chosen = orjson.dumps([int(k) for k in keys]).decode()
+        return CounterSums._make(int(n) for n in self._one(self.sql.counter_sums, {"keys": chosen}))
+
 
 def path_sql(table: str, param: str) -> str:
     """The path query, for a driver whose named parameter ``x`` is written ``param.format("x")``.
@@ -266,3 +289,17 @@ def text_hits_sql(search: str, entries: str, *, keys: int, needles: int, everyth
 def text_hits_params(keys: Sequence[int], needles: Sequence[str], *, everything: bool, per_session: int) -> list[Any]:
     """The positional parameters of :func:`text_hits_sql`."""
     return [*keys, *needles, *(needles if everything else ()), per_session]
+
+
+def usage_sums_sql(table: str, chosen: str) -> str:
+    """``Statements.usage_sums``: ``chosen`` is the database's query of the session keys in the JSON
+    array parameter ``keys``."""
+    sums = {c: f"CAST(SUM({c}) AS BIGINT)" if c == "entries" else f"SUM({c})" for c in USAGE_SUMS}
+    return (f"SELECT {select_list(UsageSum, **sums)} FROM {table}"
+            f" WHERE session_key IN ({chosen}) GROUP BY model_key, day")
+
+
+def counter_sums_sql(table: str, chosen: str) -> str:
+    """``Statements.counter_sums`` (``chosen`` as for :func:`usage_sums_sql`)."""
+    sums = {c: f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)" for c in CounterSums._fields}
+    return f"SELECT {select_list(CounterSums, **sums)} FROM {table} WHERE key IN ({chosen})"

@@ -305,3 +305,39 @@ def test_an_entry_deeper_than_the_leaf_is_never_on_its_path(make_backend: Backen
             assert target is not None
             assert tx.on_path(key, 5, target) == (seq in (0, 5)), seq
         assert tx.path(key, 5, from_depth=3).payloads == []
+
+
+def test_usage_rows_add_up_per_key_and_day_and_sums_cover_the_chosen_sessions_only(
+    make_backend: BackendFactory,
+) -> None:
+    from sessionstore.store.facts import UsageRow
+
+    backend = make_backend()
+    with backend.write() as tx:
+        a, b, c = new_session(tx, "a"), new_session(tx, "b"), new_session(tx, "c")
+        tx.add_usage([UsageRow(a, "p/m", "2025-01-01", 1, 10, 1, 0, 0, 0.5),
+                      UsageRow(a, "p/m", "2025-01-02", 1, 20, 2, 0, 0, 0.25)])
+        tx.add_usage([UsageRow(a, "p/m", "2025-01-01", 2, 5, 0, 1, 1, 0.125)])  # adds to the same row
+        tx.add_usage([UsageRow(b, "p/m", "2025-01-01", 1, 1, 1, 1, 1, 1.0), UsageRow(b, "q/n", "", 1, 0, 0, 0, 0, 0.0)])
+        tx.add_usage([UsageRow(c, "p/m", "2025-01-01", 1, 100, 0, 0, 0, 8.0)])
+    with backend.read() as tx:
+        rows = sorted(tx.session_usage(a))
+        assert rows == [UsageRow(a, "p/m", "2025-01-01", 3, 15, 1, 1, 1, 0.625),
+                        UsageRow(a, "p/m", "2025-01-02", 1, 20, 2, 0, 0, 0.25)]
+        assert tx.session_usage(9999) == []
+        sums = sorted(tuple(s) for s in tx.usage_sums([a, b]))
+        assert sums == [("p/m", "2025-01-01", 4, 16, 2, 2, 2, 1.625), ("p/m", "2025-01-02", 1, 20, 2, 0, 0, 0.25),
+                        ("q/n", "", 1, 0, 0, 0, 0, 0.0)]
+        assert tx.usage_sums([]) == []
+        many = [*range(10**6, 10**6 + 40_000), c]  # past any limit on parameters: the keys are one parameter
+        assert [s.cost for s in tx.usage_sums(many)] == [8.0]
+    with backend.write() as tx:
+        tx.update_head(HeadUpdate(a, None, None, 9, 7, None, None, None, 2, 3, 1, 4), texts_changed=False)
+        tx.update_head(HeadUpdate(b, None, None, 1, 1, None, None, None, 1, 0, 0, 0), texts_changed=False)
+    with backend.read() as tx:
+        assert tuple(tx.counter_sums([a, b])) == (8, 3, 3, 4, 1)  # messages, user, assistant, calls, results
+        assert tuple(tx.counter_sums([c])) == tuple(tx.counter_sums([])) == (0, 0, 0, 0, 0)
+    with backend.write() as tx:
+        tx.delete_session(a)
+    with backend.read() as tx:
+        assert tx.session_usage(a) == [] and {s.model_key for s in tx.usage_sums([a, b, c])} == {"p/m", "q/n"}
