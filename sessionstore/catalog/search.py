@@ -8,8 +8,9 @@ needle", once per needle for every session, instead of the rules reading every m
 - a whitespace-free needle is in pi's lowercased ``allMessagesText`` exactly when one entry's folded
   ``text`` holds it (the index: SQLite FTS5 trigrams, PostgreSQL pg_trgm; a needle of fewer than three
   characters scans the search rows);
-- a phrase with spaces may run across messages: the sessions holding every word of it are read
-  (their folded texts joined by spaces, pi's normalised ``allMessagesText``) and tested;
+- a phrase with spaces may run across messages: the index finds the sessions with one entry holding
+  all of it; the other sessions holding every word of it are read (their folded texts joined by
+  spaces, pi's normalised ``allMessagesText``) and tested;
 - a ``re:`` query tests pi's raw ``allMessagesText``, which the index does not keep: it reads each
   session's entries whose name, id and cwd do not decide the match.
 
@@ -145,11 +146,11 @@ class _MessageIndex:
             return self.holding(phrase)
         found = self._with_phrase.get(phrase)
         if found is None:
-            words = [self.holding(word) for word in phrase.split(" ")]
-            candidates = set.intersection(*words)
-            stored = to_db(phrase)
-            found = {key for key in candidates
-                     if stored in " ".join(self.tx.folded_texts(key, everything=self.everything))}
+            within = self.holding(phrase)  # one entry holds it all: the index says so
+            across = set.intersection(*(self.holding(word) for word in phrase.split(" "))) - within
+            stored = to_db(phrase)  # the others hold every word: read, joined as pi joins them
+            found = within | {key for key in across
+                              if stored in " ".join(self.tx.folded_texts(key, everything=self.everything))}
             self._with_phrase[phrase] = found
         return found
 

@@ -12,9 +12,9 @@ Scores are the same IEEE doubles pi computes (same operations, same order).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Literal, Protocol, TypeVar
 
 from sessionstore.catalog.js_regex import JsRegex, JsRegexSyntaxError, JsRegexUnsupported, compile_js_regex
@@ -282,30 +282,39 @@ class SearchFields:
     cwd: str
     modified_ms: float
 
-    @cached_property
+    # Each folded form is made on first use and kept in the instance's dict (``functools.cached_property``
+    # takes a lock on every read in Python 3.11, which a search over every session pays thousands of times).
+    def _kept(self, name: str, make: Callable[[], str]) -> str:
+        kept: dict[str, str] = self.__dict__
+        value = kept.get(name)
+        if value is None:
+            value = kept[name] = make()
+        return value
+
+    @property
     def name_lower(self) -> str:
         """Code units of ``(name ?? "").toLowerCase()``."""
-        return to_units(js_lower(self.name or ""))
+        return self._kept("_name_lower", lambda: to_units(js_lower(self.name or "")))
 
-    @cached_property
+    @property
     def id_lower(self) -> str:
         """Code units of ``id.toLowerCase()``."""
-        return to_units(js_lower(self.id))
+        return self._kept("_id_lower", lambda: to_units(js_lower(self.id)))
 
-    @cached_property
+    @property
     def cwd_lower(self) -> str:
         """Code units of ``cwd.toLowerCase()``."""
-        return to_units(js_lower(self.cwd))
+        return self._kept("_cwd_lower", lambda: to_units(js_lower(self.cwd)))
 
-    @cached_property
+    @property
     def name_normalized(self) -> str:
         """Code units of ``normalizeWhitespaceLower(name ?? "")``."""
-        return to_units(normalize_whitespace_lower(self.name or ""))
+        return self._kept("_name_normalized", lambda: to_units(normalize_whitespace_lower(self.name or "")))
 
-    @cached_property
+    @property
     def cwd_normalized(self) -> str:
         """Code units of ``normalizeWhitespaceLower(cwd)``."""
-        return to_units(normalize_whitespace_lower(self.cwd))
+        return self._kept("_cwd_normalized", lambda: to_units(normalize_whitespace_lower(self.cwd)))
 
 
 class Searchable(Protocol):
