@@ -18,6 +18,8 @@ from typing import IO, Any, cast
 
 from pydantic import ValidationError
 
+from sessionstore.catalog.sync import DEFAULT_INTERVAL, SyncResult, sync_directory, watch
+from sessionstore.catalog.sync import Progress as SyncProgress
 from sessionstore.context import build_session_context, project
 from sessionstore.context.compaction import (
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -569,5 +571,37 @@ class SessionStore:
                 " whose call was summarised away"
             )
 
+    # -- sync of a pi session directory (catalog.sync) -----------------------------------------
+    def sync(
+        self,
+        directory: str | Path | None = None,
+        *,
+        prune: bool = False,
+        adopt: bool = False,
+        progress: SyncProgress | None = None,
+    ) -> SyncResult:
+        """Mirror a pi session directory (default: ``$PI_CODING_AGENT_DIR/sessions``, else
+        ``~/.pi/agent/sessions``) into the store once: new files imported, grown ones appended (their new
+        complete lines only), rewritten ones re-imported, unchanged ones only ``stat``-ed; ``prune``
+        deletes synced sessions whose file is gone; ``adopt`` lets a file take over a session imported by
+        hand. A file that fails is in ``SyncResult.failures`` (``file:line: reason``); the others sync.
+        ``progress(read, total)`` in bytes. See :mod:`sessionstore.catalog.sync`."""
+        return sync_directory(self._entries, directory, prune=prune, adopt=adopt, progress=progress)
 
-__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "TreeNode", "message_to_wire"]
+    def watch_sync(
+        self,
+        directory: str | Path | None = None,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        cycles: int | None = None,
+        prune: bool = False,
+        adopt: bool = False,
+        on_cycle: Callable[[SyncResult], None] | None = None,
+    ) -> SyncResult:
+        """:meth:`sync` every ``interval`` seconds (polling), ``cycles`` times or until interrupted;
+        ``on_cycle`` gets each sync's result. Returns the totals."""
+        return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
+                     on_cycle=on_cycle)
+
+
+__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]

@@ -52,6 +52,10 @@ class JsonlError(SessionStoreError):
         super().__init__(f"{where}: {reason}")
 
 
+class IncompleteHeaderError(JsonlError):
+    """The file's header line has no newline yet (a reader of complete lines only: pi is writing it)."""
+
+
 class SessionNotFoundError(SessionStoreError, LookupError):
     code = "SESSION_NOT_FOUND"
 
@@ -75,6 +79,13 @@ class SessionExistsError(SessionStoreError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f"a session with id {session_id!r} already exists (import --replace replaces it)")
+
+
+class SourceConflictError(SessionStoreError):
+    """A synced file names a session that the database holds from elsewhere (imported by hand, or synced
+    from another file that still exists)."""
+
+    code = "SESSION_EXISTS"
 
 
 class EntryIdTakenError(InvalidInputError):

@@ -7,6 +7,7 @@ one line on stderr and exits with status 2 (``validate`` exits 1 when it finds e
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import secrets
 import stat
@@ -942,3 +943,7 @@ def check(ctx: Ctx) -> None:
     with _engine(ctx) as engine:
         migrate.check_database(engine)
     say("schema is current")
+
+
+# Commands in modules of their own use the helpers above, so they are imported last (by name: no cycle).
+cli.add_command(importlib.import_module("sessionstore.cli.sync_cmd").sync)

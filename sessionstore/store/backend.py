@@ -115,6 +115,8 @@ class SessionRow(NamedTuple):
     tool_results: int
     tool_calls: int
     header: str
+    source_path: str | None = None
+    """The file the session is synced from (``sessionstore_sources``), ``None`` when it is not synced."""
 
 
 class ExportHead(NamedTuple):
@@ -184,6 +186,24 @@ class SearchRow(NamedTuple):
     role: str
     text: str
     extra: str
+
+
+class SourceRow(NamedTuple):
+    """A ``sessionstore_sources`` row, in its columns' order: where a synced session was read from and
+    how far (see ``catalog.sync``)."""
+
+    session_key: int
+    path: str
+    size: int
+    mtime_ns: int
+    consumed_bytes: int
+    consumed_lines: int
+    head_bytes: int
+    tail_bytes: int
+    check_hash: str
+    file_version: int
+    dangling: str
+    synced_at: str
 
 
 def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
@@ -291,6 +311,19 @@ class Tx(Protocol):
     def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
         """Write every stored payload and a newline, in append order, as stored (no decoding);
         returns the count."""
+        ...
+
+    # -- sync sources (catalog.sync) -----------------------------------------------------------
+    def sources(self) -> list[tuple[str, SourceRow]]:
+        """Every source row with its session's id (sessions marked deleting left out)."""
+        ...
+
+    def source(self, key: int) -> SourceRow | None:
+        """The session's source row, ``None`` when it is not synced."""
+        ...
+
+    def put_source(self, row: SourceRow) -> None:
+        """Insert or replace the session's source row (a path another session holds is refused)."""
         ...
 
 

@@ -28,16 +28,26 @@ from sessionstore.store.backend import (
     PathSlice,
     SearchRow,
     SessionRow,
+    SourceRow,
     TreeRow,
     select_list,
 )
 from sessionstore.store.facts import NodeFacts
-from sessionstore.store.sqltx import FETCH_ROWS, Statements, StatementTx, add_usage_sql, path_slice, path_sql
+from sessionstore.store.sqltx import (
+    FETCH_ROWS,
+    Statements,
+    StatementTx,
+    add_usage_sql,
+    path_slice,
+    path_sql,
+    put_source_sql,
+)
 
 SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+SOURCES = "sessionstore_sources"
 
 INSERT_BATCH = 2_000
 """Rows per ``executemany`` of an import."""
@@ -61,14 +71,15 @@ _COUNTS_SET = (
     " tool_calls = :tool_calls"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
-_SESSION_COLUMNS = select_list(SessionRow)
+_WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
+_SESSION_COLUMNS = select_list(SessionRow, source_path="src.path")
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
 STATEMENTS = Statements(
     head=_HEAD,
     head_for_update=_HEAD,  # BEGIN IMMEDIATE already serialises the writers
-    session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = :sid AND NOT deleting",
-    sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
+    session=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE id = :sid AND NOT deleting",
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
         " deleting) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE)"
@@ -79,7 +90,7 @@ STATEMENTS = Statements(
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = :key",
     set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = :key",
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
@@ -102,6 +113,12 @@ STATEMENTS = Statements(
     payloads=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
     count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = :key",
     export_head=f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s WHERE id = :sid",
+    sources=(
+        f"SELECT s.id, {select_list(SourceRow, session_key='src.session_key')} FROM {SOURCES} src"
+        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE NOT s.deleting"
+    ),
+    source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
+    put_source=put_source_sql(SOURCES, "?"),
 )
 
 

@@ -17,6 +17,7 @@ from sessionstore.store.backend import (
     PathSlice,
     SearchRow,
     SessionRow,
+    SourceRow,
     TreeRow,
 )
 from sessionstore.store.facts import NodeFacts, UsageRow
@@ -68,6 +69,12 @@ class Statements:
     payloads: str
     count_entries: str
     export_head: str
+    sources: str
+    """Session id and :class:`SourceRow` of every synced session not marked deleting."""
+    source: str
+    """:class:`SourceRow` of session ``key``."""
+    put_source: str
+    """An upsert of a :class:`SourceRow` (positional, in its order) on its session key."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -197,6 +204,17 @@ class StatementTx:
         row = self._one(self.sql.export_head, {"sid": session_id})
         return None if row is None else ExportHead._make(row[: len(ExportHead._fields)])
 
+    # -- sync sources ----------------------------------------------------------------------------
+    def sources(self) -> list[tuple[str, SourceRow]]:
+        return [(r[0], SourceRow._make(r[1:])) for r in self._all(self.sql.sources, {})]
+
+    def source(self, key: int) -> SourceRow | None:
+        row = self._one(self.sql.source, {"key": key})
+        return None if row is None else SourceRow._make(row)
+
+    def put_source(self, row: SourceRow) -> None:
+        self.cursor.execute(self.sql.put_source, row)
+
 
 def path_sql(table: str, param: str) -> str:
     """The path query, for a driver whose named parameter ``x`` is written ``param.format("x")``.
@@ -237,3 +255,11 @@ def add_usage_sql(table: str, placeholder: str) -> str:
     values = ", ".join([placeholder] * len(UsageRow._fields))
     return (f"INSERT INTO {table} ({', '.join(UsageRow._fields)}) VALUES ({values})"
             f" ON CONFLICT (session_key, model_key, day) DO UPDATE SET {sums}")
+
+
+def put_source_sql(table: str, placeholder: str) -> str:
+    """The upsert of a :class:`SourceRow` (positional ``placeholder``s) on its session key."""
+    columns = SourceRow._fields
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
+            f" ON CONFLICT (session_key) DO UPDATE SET {updates}")
