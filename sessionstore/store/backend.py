@@ -326,6 +326,11 @@ class Tx(Protocol):
         """Insert or replace the session's source row (a path another session holds is refused)."""
         ...
 
+    def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
+        """Insert entries and their search rows in batches (no ``COPY`` left open: other statements of
+        the transaction may run between two calls, as the lookups of an incremental sync do)."""
+        ...
+
 
 class Backend(Protocol):
     """A database the entry store runs on: transactions on the driver's connections."""

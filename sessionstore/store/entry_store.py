@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Self
@@ -35,6 +35,8 @@ from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import (
     Backend,
+    EntryRow,
+    EntrySink,
     HeadRow,
     HeadUpdate,
     NewSession,
@@ -305,8 +307,10 @@ class EntryStore:
                 index = TreeIndex(reader.ids, base=row.entry_count, stored=stored)
                 stats = _stats(row)
                 texts_before = (stats.name, stats.first_message)
+                # Batched inserts, not the bulk sink: the lookups of stored parents run between them
+                # (a COPY left open would hold the connection).
                 written = _write_entries(tx, row.key, ((e, t) for _line, e, t in reader.entries_with_text()),
-                                         index, stats, source_name=reader.name)
+                                         index, stats, source_name=reader.name, sink=_BatchedRows(tx))
             finally:
                 reader.close()
             if written.last_id is not None:
@@ -652,14 +656,16 @@ def _write_entries(
     *,
     progress: Callable[[], None] | None = None,
     source_name: str = "<entries>",
+    sink: AbstractContextManager[EntrySink] | None = None,
 ) -> _Written:
     """Write ``new_entries`` (in append order) into session ``key`` through the bulk sink of ``tx``:
     each entry's row with its facts from ``index``, its search row, and its usage, folded into
     ``stats`` (the caller writes the session row). The one home of an import's per-entry work: an
-    import and a sync's incremental append both write through it, so their rows cannot differ."""
+    import and a sync's incremental append both write through it, so their rows cannot differ.
+    ``sink``: where the rows go (default: the transaction's bulk sink, a ``COPY`` on PostgreSQL)."""
     usage = UsageBuckets()
     written = _Written()
-    with tx.bulk_sink() as sink:
+    with sink if sink is not None else tx.bulk_sink() as rows:
         for item in new_entries:
             entry, text = item if isinstance(item, tuple) else (item, None)
             try:
@@ -671,7 +677,7 @@ def _write_entries(
             written.last_id = entry["id"]
             written.last_facts = facts
             payload = text if text is not None else stored_payload(entry)
-            sink.add(entry_row(key, entry, facts, parent_seq, payload), _search_row(key, facts.seq, entry))
+            rows.add(entry_row(key, entry, facts, parent_seq, payload), _search_row(key, facts.seq, entry))
             if progress is not None and len(index) % PROGRESS_EVERY == 0:
                 progress()
     if progress is not None:
@@ -691,6 +697,33 @@ class SourceResult:
 
 class SourceChangedError(StoreError):
     """Another sync changed this file's source row between the check and the write (try it again)."""
+
+
+class _BatchedRows:
+    """An entry sink that inserts through ``Tx.insert_entries`` every ``PROGRESS_EVERY`` rows."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        self._rows: list[EntryRow] = []
+        self._search: list[SearchRow] = []
+
+    def add(self, row: EntryRow, search: SearchRow | None = None) -> None:
+        self._rows.append(row)
+        if search is not None:
+            self._search.append(search)
+        if len(self._rows) >= PROGRESS_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        self._tx.insert_entries(self._rows, self._search)
+        self._rows, self._search = [], []
+
+    def __enter__(self) -> _BatchedRows:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.flush()
 
 
 class _StoredEntries:

@@ -215,6 +215,12 @@ class StatementTx:
     def put_source(self, row: SourceRow) -> None:
         self.cursor.execute(self.sql.put_source, row)
 
+    def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
+        if rows:
+            self.cursor.executemany(self.sql.insert_entry, rows)
+        if search:
+            self.cursor.executemany(self.sql.insert_search, search)
+
 
 def path_sql(table: str, param: str) -> str:
     """The path query, for a driver whose named parameter ``x`` is written ``param.format("x")``.
