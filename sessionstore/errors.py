@@ -23,6 +23,8 @@ ErrorCode = Literal[
     "SCHEMA_TOO_NEW",
     "BACKEND_UNAVAILABLE",
     "STORE_ERROR",
+    "JSONL_INCOMPLETE",
+    "SOURCE_CONFLICT",
 ]
 """The stable codes of the errors in this module (the provider adapter's errors carry its own codes)."""
 
@@ -55,6 +57,8 @@ class JsonlError(SessionStoreError):
 class IncompleteHeaderError(JsonlError):
     """The file's header line has no newline yet (a reader of complete lines only: pi is writing it)."""
 
+    code = "JSONL_INCOMPLETE"
+
 
 class SessionNotFoundError(SessionStoreError, LookupError):
     code = "SESSION_NOT_FOUND"
@@ -85,7 +89,7 @@ class SourceConflictError(SessionStoreError):
     """A synced file names a session that the database holds from elsewhere (imported by hand, or synced
     from another file that still exists)."""
 
-    code = "SESSION_EXISTS"
+    code = "SOURCE_CONFLICT"
 
 
 class EntryIdTakenError(InvalidInputError):
