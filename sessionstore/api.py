@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from sessionstore.catalog import stats as catalog_stats
 from sessionstore.catalog.search import HITS_PER_SESSION, SearchResult, SortOrder, search_sessions
 from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport
+from sessionstore.catalog.sync import DEFAULT_INTERVAL, SyncResult, sync_directory, watch
+from sessionstore.catalog.sync import Progress as SyncProgress
 from sessionstore.context import build_session_context, project
 from sessionstore.context.build import model_of
 from sessionstore.context.compaction import (
@@ -615,12 +617,45 @@ class SessionStore:
                                        by=catalog_stats.check_group_by(by))
 
 
+    # -- sync of a pi session directory (catalog.sync) -----------------------------------------
+    def sync(
+        self,
+        directory: str | Path | None = None,
+        *,
+        prune: bool = False,
+        adopt: bool = False,
+        progress: SyncProgress | None = None,
+    ) -> SyncResult:
+        """Mirror a pi session directory (default: ``$PI_CODING_AGENT_DIR/sessions``, else
+        ``~/.pi/agent/sessions``) into the store once: new files imported, grown ones appended (their new
+        complete lines only), rewritten ones re-imported, unchanged ones only ``stat``-ed; ``prune``
+        deletes synced sessions whose file is gone; ``adopt`` lets a file take over a session imported by
+        hand. A file that fails is in ``SyncResult.failures`` (``file:line: reason``); the others sync.
+        ``progress(read, total)`` in bytes. See :mod:`sessionstore.catalog.sync`."""
+        return sync_directory(self._entries, directory, prune=prune, adopt=adopt, progress=progress)
+
+    def watch_sync(
+        self,
+        directory: str | Path | None = None,
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        cycles: int | None = None,
+        prune: bool = False,
+        adopt: bool = False,
+        on_cycle: Callable[[SyncResult], None] | None = None,
+    ) -> SyncResult:
+        """:meth:`sync` every ``interval`` seconds (polling), ``cycles`` times or until interrupted;
+        ``on_cycle`` gets each sync's result. Returns the totals."""
+        return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
+                     on_cycle=on_cycle)
+
+
+__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]
+
+
 def _selected_model_key(entry: Mapping[str, Any]) -> str | None:
     """pi's ``selectedModelKey`` (``{provider}/{id}``) of the model an entry selects on resume."""
     model = model_of(entry)
     if model is None:
         return None
     return f"{js.to_string(model.get('provider', js.MISSING))}/{js.to_string(model.get('modelId', js.MISSING))}"
-
-
-__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "TreeNode", "message_to_wire"]

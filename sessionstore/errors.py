@@ -23,6 +23,8 @@ ErrorCode = Literal[
     "SCHEMA_TOO_NEW",
     "BACKEND_UNAVAILABLE",
     "STORE_ERROR",
+    "JSONL_INCOMPLETE",
+    "SOURCE_CONFLICT",
 ]
 """The stable codes of the errors in this module (the provider adapter's errors carry its own codes)."""
 
@@ -52,6 +54,12 @@ class JsonlError(SessionStoreError):
         super().__init__(f"{where}: {reason}")
 
 
+class IncompleteHeaderError(JsonlError):
+    """The file's header line has no newline yet (a reader of complete lines only: pi is writing it)."""
+
+    code = "JSONL_INCOMPLETE"
+
+
 class SessionNotFoundError(SessionStoreError, LookupError):
     code = "SESSION_NOT_FOUND"
 
@@ -75,6 +83,13 @@ class SessionExistsError(SessionStoreError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f"a session with id {session_id!r} already exists (import --replace replaces it)")
+
+
+class SourceConflictError(SessionStoreError):
+    """A synced file names a session that the database holds from elsewhere (imported by hand, or synced
+    from another file that still exists)."""
+
+    code = "SOURCE_CONFLICT"
 
 
 class EntryIdTakenError(InvalidInputError):

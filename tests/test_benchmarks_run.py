@@ -15,6 +15,7 @@ RUNS = {
     "append.py": ["--quick"],
     "import.py": ["--quick", "--repeat", "2"],  # two rounds: floor and store children alternate
     "export.py": ["--quick"],
+    "sync.py": ["--quick"],
     "resume.py": ["--sizes", "200", "--repeat", "1"],
     "real_files.py": ["--repeat", "1"],
     "peers.py": ["--sizes", "100", "--rounds", "2", "--resume-size", "400", "--resume-repeat", "1"],

@@ -947,8 +947,10 @@ def check(ctx: Ctx) -> None:
     say("schema is current")
 
 
-from sessionstore.cli.search_cmd import search  # noqa: E402  (its module uses the helpers above)
-from sessionstore.cli.stats_cmd import stats  # noqa: E402  (likewise)
+# Commands in modules of their own use the helpers above, so they are imported last.
+from sessionstore.cli.search_cmd import search  # noqa: E402
+from sessionstore.cli.stats_cmd import stats  # noqa: E402
+from sessionstore.cli.sync_cmd import sync  # noqa: E402
 
-cli.add_command(search)
-cli.add_command(stats)
+for command in (search, stats, sync):
+    cli.add_command(command)

@@ -124,6 +124,8 @@ class SessionRow(NamedTuple):
     tool_results: int
     tool_calls: int
     header: str
+    source_path: str | None = None
+    """The file the session is synced from (``sessionstore_sources``), ``None`` when it is not synced."""
 
 
 class ExportHead(NamedTuple):
@@ -202,6 +204,22 @@ class HitRow(NamedTuple):
     seq: int
     entry_id: str
     role: str
+class SourceRow(NamedTuple):
+    """A ``sessionstore_sources`` row, in its columns' order: where a synced session was read from and
+    how far (see ``catalog.sync``)."""
+
+    session_key: int
+    path: str
+    size: int
+    mtime_ns: int
+    consumed_bytes: int
+    consumed_lines: int
+    head_bytes: int
+    tail_bytes: int
+    check_hash: str
+    file_version: int
+    dangling: str
+    synced_at: str
 
 
 def select_list(row: type[tuple[Any, ...]], **expressions: str) -> str:
@@ -340,6 +358,22 @@ class Tx(Protocol):
 
     def counter_sums(self, keys: Sequence[int]) -> CounterSums:
         """pi's message counters of the session rows ``keys``, summed in one aggregate query (0 for none)."""
+    # -- sync sources (catalog.sync) -----------------------------------------------------------
+    def sources(self) -> list[tuple[str, SourceRow]]:
+        """Every source row with its session's id (sessions marked deleting left out)."""
+        ...
+
+    def source(self, key: int) -> SourceRow | None:
+        """The session's source row, ``None`` when it is not synced."""
+        ...
+
+    def put_source(self, row: SourceRow) -> None:
+        """Insert or replace the session's source row (a path another session holds is refused)."""
+        ...
+
+    def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
+        """Insert entries and their search rows in batches (no ``COPY`` left open: other statements of
+        the transaction may run between two calls, as the lookups of an incremental sync do)."""
         ...
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Self
@@ -19,9 +19,12 @@ from sessionstore.errors import (
     EntryIdTakenError,
     EntryNotFoundError,
     InvalidInputError,
+    JsonlError,
     LeafConflictError,
     SessionExistsError,
     SessionNotFoundError,
+    SessionStoreError,
+    SourceConflictError,
     StoreError,
 )
 from sessionstore.models.entries import parse_entry, random_entry_id
@@ -32,10 +35,14 @@ from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
 from sessionstore.store.backend import (
     Backend,
+    EntryRow,
+    EntrySink,
     HeadRow,
     HeadUpdate,
     NewSession,
+    SearchRow,
     SessionRow,
+    SourceRow,
     Tx,
     entry_row,
     search_row,
@@ -44,6 +51,7 @@ from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for
 from sessionstore.store.records import UNSET, ContextSlice, ImportResult, LabelState, SessionInfo, TreeNode, _Unset
+from sessionstore.store.sources import FileStat, SourceInfo, encode_dangling, line_digest
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.jsonl import (
@@ -196,41 +204,141 @@ class EntryStore:
         pi writes it (kept verbatim, so that export gives it back byte for byte). The leaf is
         ``leaf_id`` if given and it names an entry (or is ``None``: no leaf), else the last entry.
         ``shared_ids``: the id -> seq map a JSONL reader fills as it yields (saves a second map)."""
+        with self.backend.write(bulk=True) as tx:
+            _key, result = self._insert(tx, header, new_entries, leaf_id=leaf_id, replace=replace, progress=progress,
+                                        source_name=source_name, shared_ids=shared_ids, header_text=header_text)
+        return result
+
+    def _insert(
+        self,
+        tx: Tx,
+        header: Json,
+        new_entries: Iterable[Json | tuple[Json, str]],
+        *,
+        leaf_id: str | _Unset | None = UNSET,
+        replace: bool = False,
+        progress: Callable[[], None] | None = None,
+        source_name: str = "<entries>",
+        shared_ids: dict[str, int] | None = None,
+        header_text: str | None = None,
+    ) -> tuple[int, ImportResult]:
+        """``insert_session`` inside the bulk transaction ``tx``; returns the new session's key too."""
         session_id = str(header["id"])
+        existing = tx.head(to_db(session_id), lock=True)
+        if existing is not None:
+            if not replace and not existing.deleting:  # (a session marked deleting is gone for readers)
+                raise SessionExistsError(session_id)
+            tx.delete_session(existing.key)
+        key = tx.insert_session(_new_session(header, header_text))
         index = TreeIndex(shared_ids)
         stats = SessionStats()
-        usage = UsageBuckets()
-        last_id: str | None = None
+        written = _write_entries(tx, key, new_entries, index, stats, progress=progress, source_name=source_name)
+        leaf = written.last_id
+        if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
+            leaf = leaf_id
+        leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
+        tx.update_head(_head_update(key, leaf, leaf_facts, stats), texts_changed=True)
+        return key, ImportResult(session_id, len(index), (), leaf)
+
+    # -- sync sources (catalog.sync) -------------------------------------------------------------
+    def sources(self) -> list[SourceInfo]:
+        """The source row of every synced session (one query, no entry read)."""
+        with self.backend.read() as tx:
+            return [SourceInfo.of(session_id, row) for session_id, row in tx.sources()]
+
+    def import_source(
+        self, path: str, stat: FileStat, *, replacing: SourceInfo | None = None, adopt: bool = False
+    ) -> SourceResult:
+        """Import the complete lines of the pi file at ``path`` as the session synced from it, and record
+        its source row, in one transaction (the import's checks; the leaf is the last entry, as pi's loader
+        takes it). ``replacing``: the source this path had (a rewritten file): its session is replaced,
+        also when the file now names another session. ``stat``: what a ``stat`` said before the read.
+
+        Raises :class:`JsonlError` (``file:line: reason``), :class:`IncompleteHeaderError` while the
+        header line has no newline, and :class:`SourceConflictError` when the file's session is in the
+        database from elsewhere: imported by hand (unless ``adopt``), or synced from another file that
+        still exists (a file whose recorded source is gone was moved: it takes the session over).
+        :class:`SourceChangedError` when another sync changed the source meanwhile."""
+        reader = SessionFileReader(path, complete_lines=True)
+        try:
+            header = reader.header
+            header.pop("leafId", None)  # written by export_jsonl; pi ignores it, and so does a mirror
+            session_id = str(header["id"])
+            with self.backend.write(bulk=True) as tx:
+                if replacing is not None:
+                    current = tx.source(replacing.session_key)
+                    if current is None or from_db(current.path) != path:
+                        raise SourceChangedError(path)
+                    tx.delete_session(replacing.session_key)
+                existing = tx.head(to_db(session_id), lock=True)
+                if existing is not None and not existing.deleting:
+                    _check_owner(tx.source(existing.key), path, session_id, adopt=adopt)
+                key, result = self._insert(
+                    tx, header, ((entry, text) for _line, entry, text in reader.entries_with_text()),
+                    shared_ids=reader.ids, replace=True, source_name=reader.name, header_text=reader.header_text)
+                row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version)
+                tx.put_source(row)
+        finally:
+            reader.close()
+        return SourceResult(session_id, result.entries, SourceInfo.of(to_db(session_id), row))
+
+    def append_source(self, source: SourceInfo, stat: FileStat) -> SourceResult:
+        """Append the complete lines that the file of ``source`` has past the consumed offset to its
+        session, in one transaction, with the import's checks (line numbers are the file's: the source
+        knows the lines it consumed), and record how far it was read. The leaf moves to the last
+        appended entry. Parents are looked up by id (indexed) or among the new entries: the cost
+        follows the new lines, not the session's size. Only for a v3 file whose consumed part is
+        unchanged (the caller checked it: :func:`~sessionstore.store.sources.file_check`)."""
+        try:
+            return self._append_source(source, stat)
+        except EntryIdTakenError:
+            raise self._taken_line(source) from None
+
+    def _append_source(self, source: SourceInfo, stat: FileStat) -> SourceResult:
         with self.backend.write(bulk=True) as tx:
-            existing = tx.head(to_db(session_id), lock=True)
-            if existing is not None:
-                if not replace and not existing.deleting:  # (a session marked deleting is gone for readers)
-                    raise SessionExistsError(session_id)
-                tx.delete_session(existing.key)
-            key = tx.insert_session(_new_session(header, header_text))
-            with tx.bulk_sink() as sink:
-                for item in new_entries:
-                    entry, text = item if isinstance(item, tuple) else (item, None)
-                    try:
-                        facts, parent_seq = index.add(entry)
-                    except ValueError as exc:
-                        raise InvalidInputError(f"{source_name}: entry {entry['id']!r}: {exc}") from None
-                    stats.add(entry)
-                    usage.add(entry, usage_of(entry))
-                    last_id = entry["id"]
-                    payload = text if text is not None else stored_payload(entry)
-                    sink.add(entry_row(key, entry, facts, parent_seq, payload), search_row(key, facts.seq, entry))
-                    if progress is not None and len(index) % PROGRESS_EVERY == 0:
-                        progress()
-            if progress is not None:
-                progress()
-            leaf = last_id
-            if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
-                leaf = leaf_id
-            leaf_facts = None if leaf is None else index.facts(index.seq_of[leaf])
-            tx.add_usage(usage.rows(key))
-            tx.update_head(_head_update(key, leaf, leaf_facts, stats), texts_changed=True)
-        return ImportResult(session_id, len(index), (), leaf)
+            row = tx.head(to_db(source.session_id), lock=True)
+            current = None if row is None or row.deleting else tx.source(row.key)
+            if row is None or current is None or current.consumed_bytes != source.consumed_bytes \
+                    or from_db(current.path) != source.path:
+                raise SourceChangedError(source.path)
+            stored = _StoredEntries(tx, row.key)
+            reader = SessionFileReader(source.path, complete_lines=True, resume=source.resume_point,
+                                       known_parent=stored.has)
+            try:
+                index = TreeIndex(reader.ids, base=row.entry_count, stored=stored)
+                stats = _stats(row)
+                texts_before = (stats.name, stats.first_message)
+                # Batched inserts, not the bulk sink: the lookups of stored parents run between them
+                # (a COPY left open would hold the connection).
+                written = _write_entries(tx, row.key, ((e, t) for _line, e, t in reader.entries_with_text()),
+                                         index, stats, source_name=reader.name, sink=_BatchedRows(tx))
+            finally:
+                reader.close()
+            if written.last_id is not None:
+                texts_changed = (stats.name, stats.first_message) != texts_before
+                tx.update_head(_head_update(row.key, written.last_id, written.last_facts, stats),
+                               texts_changed=texts_changed)
+            head_digest = source.check.partition(":")[0]
+            new_row = _source_row(row.key, source.path, stat, reader, head_digest, source.file_version,
+                                  previous=source)
+            tx.put_source(new_row)
+        return SourceResult(source.session_id, len(index), SourceInfo.of(to_db(source.session_id), new_row))
+
+    def _taken_line(self, source: SourceInfo) -> SessionStoreError:
+        """Error path only: the first new line of ``source``'s file whose id the session has already."""
+        with self.backend.read() as tx:
+            row = tx.head(to_db(source.session_id), lock=False)
+            if row is not None:
+                reader = SessionFileReader(source.path, complete_lines=True, resume=source.resume_point,
+                                           known_parent=lambda _parent: True)
+                try:
+                    for line, entry, _text in reader.entries_with_text():
+                        if tx.facts(row.key, to_db(entry["id"])) is not None:
+                            return JsonlError(source.path, line, f"duplicate entry id {entry['id']!r}: the session"
+                                              " has an entry with that id already")
+                finally:
+                    reader.close()
+        return StoreError(f"{source.path}: an appended entry has an id the session has already")
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
         """Write the session as a v3 file, entries in append order; returns the entries written.
@@ -541,6 +649,141 @@ class EntryStore:
             tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts)
 
 
+@dataclass(slots=True)
+class _Written:
+    """What :func:`_write_entries` wrote: the last entry's id and facts (``None`` when none)."""
+
+    last_id: str | None = None
+    last_facts: NodeFacts | None = None
+
+
+def _write_entries(
+    tx: Tx,
+    key: int,
+    new_entries: Iterable[Json | tuple[Json, str]],
+    index: TreeIndex,
+    stats: SessionStats,
+    *,
+    progress: Callable[[], None] | None = None,
+    source_name: str = "<entries>",
+    sink: AbstractContextManager[EntrySink] | None = None,
+) -> _Written:
+    """Write ``new_entries`` (in append order) into session ``key`` through the bulk sink of ``tx``:
+    each entry's row with its facts from ``index``, its search row, and its usage, folded into
+    ``stats`` (the caller writes the session row). The one home of an import's per-entry work: an
+    import and a sync's incremental append both write through it, so their rows cannot differ.
+    ``sink``: where the rows go (default: the transaction's bulk sink, a ``COPY`` on PostgreSQL)."""
+    usage = UsageBuckets()
+    written = _Written()
+    with sink if sink is not None else tx.bulk_sink() as rows:
+        for item in new_entries:
+            entry, text = item if isinstance(item, tuple) else (item, None)
+            try:
+                facts, parent_seq = index.add(entry)
+            except ValueError as exc:
+                raise InvalidInputError(f"{source_name}: entry {entry['id']!r}: {exc}") from None
+            stats.add(entry)
+            usage.add(entry, usage_of(entry))
+            written.last_id = entry["id"]
+            written.last_facts = facts
+            payload = text if text is not None else stored_payload(entry)
+            rows.add(entry_row(key, entry, facts, parent_seq, payload), search_row(key, facts.seq, entry))
+            if progress is not None and len(index) % PROGRESS_EVERY == 0:
+                progress()
+    if progress is not None:
+        progress()
+    tx.add_usage(usage.rows(key))
+    return written
+
+
+@dataclass(frozen=True, slots=True)
+class SourceResult:
+    """A synced file: its session, the entries written, and its source row as recorded."""
+
+    session_id: str
+    entries: int
+    source: SourceInfo
+
+
+class SourceChangedError(StoreError):
+    """Another sync changed this file's source row between the check and the write (try it again)."""
+
+
+class _BatchedRows:
+    """An entry sink that inserts through ``Tx.insert_entries`` every ``PROGRESS_EVERY`` rows."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        self._rows: list[EntryRow] = []
+        self._search: list[SearchRow] = []
+
+    def add(self, row: EntryRow, search: SearchRow | None = None) -> None:
+        self._rows.append(row)
+        if search is not None:
+            self._search.append(search)
+        if len(self._rows) >= PROGRESS_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        self._tx.insert_entries(self._rows, self._search)
+        self._rows, self._search = [], []
+
+    def __enter__(self) -> _BatchedRows:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.flush()
+
+
+class _StoredEntries:
+    """The entries a session has (an incremental sync's parents), looked up by id in ``tx``, each once."""
+
+    def __init__(self, tx: Tx, key: int) -> None:
+        self._tx = tx
+        self._key = key
+        self._facts: dict[str, NodeFacts | None] = {}
+
+    def facts(self, entry_id: str) -> NodeFacts | None:
+        if entry_id not in self._facts:
+            self._facts[entry_id] = self._tx.facts(self._key, to_db(entry_id))
+        return self._facts[entry_id]
+
+    def has(self, entry_id: str) -> bool:
+        return self.facts(entry_id) is not None
+
+    def on_path(self, leaf_seq: int, target: NodeFacts) -> bool:
+        return self._tx.on_path(self._key, leaf_seq, target)
+
+
+def _check_owner(source: SourceRow | None, path: str, session_id: str, *, adopt: bool) -> None:
+    """Whether the file at ``path`` may take over the stored session ``session_id`` (else raises)."""
+    if source is None:
+        if not adopt:
+            raise SourceConflictError(
+                f"{path}: session {session_id} is in the database and was not synced from this file"
+                " (sync --adopt replaces it with the file)")
+        return
+    other = from_db(source.path)
+    if other != path and os.path.lexists(other):
+        raise SourceConflictError(f"{path}: session {session_id} is synced from {other}, which still exists")
+
+
+def _source_row(
+    key: int, path: str, stat: FileStat, reader: SessionFileReader, head_digest: str, version: int,
+    previous: SourceInfo | None = None,
+) -> SourceRow:
+    """The source row after ``reader`` consumed what it read (``previous``: the row it continued)."""
+    if reader.last_line or previous is None:
+        tail_bytes, tail_digest = len(reader.last_line), line_digest(reader.last_line)
+    else:  # nothing complete was added: the last consumed line is the one before
+        tail_bytes, tail_digest = previous.tail_bytes, previous.check.partition(":")[2]
+    head_bytes = previous.head_bytes if previous is not None else len(reader.first_line)
+    return SourceRow(key, to_db(path), stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
+                     head_bytes, tail_bytes, f"{head_digest}:{tail_digest}", version,
+                     encode_dangling(reader.awaited), now_iso())
+
+
 def stored_payload(entry: Json) -> str:
     """Stored JSON text of an entry: the line pi would write (exports give it back verbatim). Raises
     :class:`InvalidInputError` for what is not JSON data or nests deeper than the import limit."""
@@ -632,4 +875,5 @@ def _info(row: SessionRow) -> SessionInfo:
         message_count=int(row.message_count),
         first_message=from_db(row.first_message),
         modified_ms=listing_modified_ms(row.modified_ms, from_db(row.created)),
+        source_path=from_db(row.source_path),
     )

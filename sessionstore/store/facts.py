@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from sessionstore.models import js
 from sessionstore.models.entry_catalog import Usage, day_of, tool_calls_of
@@ -164,17 +164,34 @@ def _node_facts(
     )
 
 
+class StoredEntries(Protocol):
+    """The entries a session already has, for a :class:`TreeIndex` that continues it (an incremental
+    sync): their facts by id, and whether one is on the path ending at a stored entry."""
+
+    def facts(self, entry_id: str) -> NodeFacts | None: ...
+
+    def on_path(self, leaf_seq: int, target: NodeFacts) -> bool: ...
+
+
 class TreeIndex:
     """The ancestry facts of a session being bulk-inserted, kept compact (a few machine words per
-    entry) so that importing a very large file does not hold its entries in memory."""
+    entry) so that importing a very large file does not hold its entries in memory.
 
-    def __init__(self, seq_of: dict[str, int] | None = None) -> None:
-        # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it.
+    ``base`` and ``stored``: the index continues a session that has ``base`` entries already (the first
+    indexed entry gets seq ``base``); a parent or first kept entry not indexed is looked up in ``stored``
+    (one indexed lookup per id, so the cost follows the new entries, not the session's size)."""
+
+    def __init__(self, seq_of: dict[str, int] | None = None, *, base: int = 0,
+                 stored: StoredEntries | None = None) -> None:
+        # ``seq_of`` may be shared with the JSONL reader, which records each id as it yields it
+        # (ids -> position among the indexed entries: seq - base).
         self.seq_of: dict[str, int] = {} if seq_of is None else seq_of
         # One array of 32-bit cells, ``_WIDTH`` per entry: 28 bytes per entry (a 1 GB import has about
         # a million entries); a session of more than 2**31 - 1 entries cannot be imported.
         self._cells = array("i")
         self._count = 0
+        self._base = base
+        self._stored = stored
         self._awaited: set[str] = set()  # parent ids named before any entry had them (roots so far)
 
     def __len__(self) -> int:
@@ -185,45 +202,77 @@ class TreeIndex:
         seq = self.seq_of.get(entry_id) if isinstance(entry_id, str) else None
         return seq is not None and seq < self._count
 
-    def facts(self, seq: int) -> NodeFacts:
-        _parent, *cells = self._cells[seq * _WIDTH : (seq + 1) * _WIDTH]
-        return _node_facts(seq, *cells)
+    def facts(self, position: int) -> NodeFacts:
+        """The facts of the indexed entry at ``position`` (its seq less ``base``)."""
+        _parent, *cells = self._cells[position * _WIDTH : (position + 1) * _WIDTH]
+        return _node_facts(self._base + position, *cells)
 
     def kept_depth(self, first_kept: Any, parent_seq: int | None) -> int | None:
         """Depth of ``first_kept`` when it is on the path ending at ``parent_seq``, else ``None``."""
-        target = self.seq_of.get(first_kept) if isinstance(first_kept, str) else None
-        if target is None or target >= self._count or parent_seq is None:
-            # (a shared seq_of may already hold the entry being added: a compaction naming itself)
+        if parent_seq is None:
             return None
+        base = self._base
+        position = self.seq_of.get(first_kept) if isinstance(first_kept, str) else None
+        if position is not None and position < self._count:
+            target_seq = base + position
+            depth = self._cells[position * _WIDTH + _DEPTH]
+            stored_target = None
+        else:
+            # (a shared seq_of may already hold the entry being added: a compaction naming itself)
+            stored_target = None
+            if self._stored is not None and isinstance(first_kept, str) and first_kept not in self.seq_of:
+                stored_target = self._stored.facts(first_kept)
+            if stored_target is None:
+                return None
+            target_seq, depth = stored_target.seq, stored_target.depth
         cells = self._cells
-        depth = cells[target * _WIDTH + _DEPTH]
         node = parent_seq
-        while node != _NONE and cells[node * _WIDTH + _DEPTH] > depth:
-            node = cells[node * _WIDTH]
-        return depth if node == target else None
+        while node >= base and cells[(node - base) * _WIDTH + _DEPTH] > depth:
+            node = cells[(node - base) * _WIDTH]
+        if node < base and node != _NONE and stored_target is not None and self._stored is not None:
+            return depth if self._stored.on_path(node, stored_target) else None
+        return depth if node == target_seq else None
 
     def add(self, entry: dict[str, Any]) -> tuple[NodeFacts, int | None]:
         """Index ``entry``; returns its facts and its parent's seq. A ``parentId`` that names no
-        indexed entry makes the entry a root, as pi reads it. Raises ``ValueError`` when the id is
-        already indexed, when the entry is its own parent, or when an earlier entry named it as its
-        parent (parents precede their children: the tree is stored in that order).
+        indexed (or stored) entry makes the entry a root, as pi reads it. Raises ``ValueError`` when
+        the id is already indexed, when the entry is its own parent, or when an earlier entry named it
+        as its parent (parents precede their children: the tree is stored in that order).
 
         The same facts as :func:`facts_for`, computed on the cells (this runs once per entry of an
         import)."""
         entry_id = entry["id"]
         parent_id = entry.get("parentId")
         seq_of = self.seq_of
-        seq = self._count
+        position = self._count
+        base = self._base
+        seq = base + position
         taken = seq_of.get(entry_id) if isinstance(entry_id, str) else None
-        if taken is not None and taken < seq:
+        if taken is not None and taken < position:
             raise ValueError(f"duplicate id {entry_id!r}")
         if parent_id == entry_id:
             raise ValueError("it is its own parent")
         if self._awaited and entry_id in self._awaited:
             raise ValueError("an earlier entry names it as its parent: parents must precede their children")
-        parent_seq = seq_of.get(parent_id) if isinstance(parent_id, str) and parent_id else None
-        if parent_seq is not None and parent_seq >= seq:
-            parent_seq = None  # (a shared seq_of may already hold the entry being added)
+        parent_position = seq_of.get(parent_id) if isinstance(parent_id, str) and parent_id else None
+        if parent_position is not None and parent_position >= position:
+            parent_position = None  # (a shared seq_of may already hold the entry being added)
+        stored_parent = None
+        if parent_position is None and self._stored is not None and isinstance(parent_id, str) and parent_id \
+                and parent_id not in seq_of:
+            stored_parent = self._stored.facts(parent_id)
+        if parent_position is not None:
+            parent_seq: int | None = base + parent_position
+            _grand, run_start, depth, ctx_depth, compaction, model, thinking = self._cells[
+                parent_position * _WIDTH : (parent_position + 1) * _WIDTH
+            ]
+        elif stored_parent is not None:
+            parent_seq = stored_parent.seq
+            run_start, depth, ctx_depth = stored_parent.run_start, stored_parent.depth, stored_parent.ctx_depth
+            compaction, model, thinking = (_NONE if value is None else value for value in (
+                stored_parent.compaction_seq, stored_parent.model_seq, stored_parent.thinking_seq))
+        else:
+            parent_seq = None
         if parent_seq is None:
             if isinstance(parent_id, str) and parent_id:
                 self._awaited.add(parent_id)
@@ -231,9 +280,6 @@ class TreeIndex:
             run_start = seq
             compaction = model = thinking = _NONE
         else:
-            _grand, run_start, depth, ctx_depth, compaction, model, thinking = self._cells[
-                parent_seq * _WIDTH : (parent_seq + 1) * _WIDTH
-            ]
             depth += 1
             if parent_seq != seq - 1:
                 run_start = seq
@@ -245,9 +291,9 @@ class TreeIndex:
             thinking = seq
         if sets_model(entry):
             model = seq
-        seq_of[entry_id] = seq
+        seq_of[entry_id] = position
         self._cells.extend(
             (_NONE if parent_seq is None else parent_seq, run_start, depth, ctx_depth, compaction, model, thinking)
         )
-        self._count = seq + 1
+        self._count = position + 1
         return _node_facts(seq, run_start, depth, ctx_depth, compaction, model, thinking), parent_seq

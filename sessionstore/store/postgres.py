@@ -36,6 +36,7 @@ from sessionstore.store.backend import (
     PathRow,
     SearchRow,
     SessionRow,
+    SourceRow,
     TreeRow,
     select_list,
 )
@@ -46,6 +47,7 @@ from sessionstore.store.sqltx import (
     add_usage_sql,
     counter_sums_sql,
     path_sql,
+    put_source_sql,
     text_hits_params,
     text_hits_sql,
     usage_sums_sql,
@@ -55,6 +57,7 @@ SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+SOURCES = "sessionstore_sources"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
 
 ANALYZE_AFTER = 2_000
@@ -76,7 +79,8 @@ _COUNTS_SET = (
     " assistant_messages = %(assistant_messages)s, tool_results = %(tool_results)s, tool_calls = %(tool_calls)s"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
-_SESSION_COLUMNS = select_list(SessionRow, header="header::text")
+_WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
+_SESSION_COLUMNS = select_list(SessionRow, header="header::text", source_path="src.path")
 _PAYLOAD = "payload::text"
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
@@ -86,8 +90,8 @@ _CHOSEN_KEYS = "SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(
 STATEMENTS = Statements(
     head=_HEAD,
     head_for_update=_HEAD + " FOR UPDATE",  # a writer that waited reads the row the previous one left
-    session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = %(sid)s AND NOT deleting",
-    sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
+    session=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE id = %(sid)s AND NOT deleting",
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
         " deleting) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"
@@ -100,7 +104,7 @@ STATEMENTS = Statements(
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = %(key)s",
     set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = %(key)s",
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, USAGE)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = %(key)s",
     insert_entry=(
@@ -139,6 +143,12 @@ STATEMENTS = Statements(
     session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = %(key)s",
     usage_sums=usage_sums_sql(USAGE, _CHOSEN_KEYS),
     counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
+    sources=(
+        f"SELECT s.id, {select_list(SourceRow, session_key='src.session_key')} FROM {SOURCES} src"
+        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE NOT s.deleting"
+    ),
+    source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = %(key)s",
+    put_source=put_source_sql(SOURCES, "%s"),
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"

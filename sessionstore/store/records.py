@@ -55,6 +55,8 @@ class SessionInfo:
     message_count: int
     first_message: str | None
     modified_ms: int | None
+    source_path: str | None = None
+    """The pi file the session is synced from (``sessionstore sync``), ``None`` when it is not synced."""
 
     def to_json(self) -> Json:
         return {
@@ -68,6 +70,7 @@ class SessionInfo:
             "entries": self.entry_count,
             "messageCount": self.message_count,
             "firstMessage": self.first_message,
+            "sourcePath": self.source_path,
         }
 
 

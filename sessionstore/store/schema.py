@@ -48,7 +48,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
 
 metadata = MetaData(
@@ -162,5 +162,30 @@ search = Table(
     Column("text", Text, nullable=False),
     Column("extra", Text, nullable=False),
     UniqueConstraint("session_key", "seq"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+)
+
+sources = Table(
+    "sessionstore_sources",
+    metadata,
+    # Where a synced session was mirrored from (revision 0009, ``catalog.sync``): the file, its size
+    # and mtime when last looked at, the bytes and lines of it in the database (complete lines), the
+    # last consumed line's length and a hash of the header line and that line (a changed prefix is
+    # seen cheaply), the file's version as read, the parent ids no entry had yet (JSON object: id ->
+    # line) and the time of the last sync. Sessions not synced have no row.
+    Column("session_key", BigInteger, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("mtime_ns", BigInteger, nullable=False),
+    Column("consumed_bytes", BigInteger, nullable=False),
+    Column("consumed_lines", BigInteger, nullable=False),
+    Column("head_bytes", BigInteger, nullable=False),
+    Column("tail_bytes", BigInteger, nullable=False),
+    Column("check_hash", Text, nullable=False),
+    Column("file_version", Integer, nullable=False),
+    Column("dangling", Text, nullable=False),
+    Column("synced_at", Text, nullable=False),
+    PrimaryKeyConstraint("session_key"),
+    UniqueConstraint("path"),
     ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
 )

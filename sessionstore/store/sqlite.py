@@ -29,6 +29,7 @@ from sessionstore.store.backend import (
     PathSlice,
     SearchRow,
     SessionRow,
+    SourceRow,
     TreeRow,
     select_list,
 )
@@ -41,6 +42,7 @@ from sessionstore.store.sqltx import (
     counter_sums_sql,
     path_slice,
     path_sql,
+    put_source_sql,
     text_hits_params,
     text_hits_sql,
     usage_sums_sql,
@@ -52,6 +54,7 @@ SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
 ROWID_SESSION = 2**32
 """A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
+SOURCES = "sessionstore_sources"
 
 INSERT_BATCH = 2_000
 """Rows per ``executemany`` of an import."""
@@ -75,7 +78,8 @@ _COUNTS_SET = (
     " tool_calls = :tool_calls"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
-_SESSION_COLUMNS = select_list(SessionRow)
+_WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
+_SESSION_COLUMNS = select_list(SessionRow, source_path="src.path")
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
 _CHOSEN_KEYS = "SELECT value FROM json_each(:keys)"
@@ -84,8 +88,8 @@ _CHOSEN_KEYS = "SELECT value FROM json_each(:keys)"
 STATEMENTS = Statements(
     head=_HEAD,
     head_for_update=_HEAD,  # BEGIN IMMEDIATE already serialises the writers
-    session=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE id = :sid AND NOT deleting",
-    sessions=f"SELECT {_SESSION_COLUMNS} FROM {SESSIONS} WHERE NOT deleting",
+    session=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE id = :sid AND NOT deleting",
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
         " deleting) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE)"
@@ -96,7 +100,7 @@ STATEMENTS = Statements(
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = :key",
     set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = :key",
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
@@ -128,6 +132,12 @@ STATEMENTS = Statements(
     session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = :key",
     usage_sums=usage_sums_sql(USAGE, _CHOSEN_KEYS),
     counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
+    sources=(
+        f"SELECT s.id, {select_list(SourceRow, session_key='src.session_key')} FROM {SOURCES} src"
+        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE NOT s.deleting"
+    ),
+    source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
+    put_source=put_source_sql(SOURCES, "?"),
 )
 
 TRIGRAM = 3

@@ -20,6 +20,7 @@ from sessionstore.store.backend import (
     PathSlice,
     SearchRow,
     SessionRow,
+    SourceRow,
     TreeRow,
     UsageSum,
     select_list,
@@ -81,6 +82,12 @@ class Statements:
     """:class:`UsageSum` per key and day of the sessions in ``keys``, a JSON array of session keys."""
     counter_sums: str
     """:class:`CounterSums` of the session rows in ``keys`` (as for ``usage_sums``)."""
+    sources: str
+    """Session id and :class:`SourceRow` of every synced session not marked deleting."""
+    source: str
+    """:class:`SourceRow` of session ``key``."""
+    put_source: str
+    """An upsert of a :class:`SourceRow` (positional, in its order) on its session key."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -227,6 +234,22 @@ class StatementTx:
     def counter_sums(self, keys: Sequence[int]) -> CounterSums:
         chosen = orjson.dumps([int(k) for k in keys]).decode()
         return CounterSums._make(int(n) for n in self._one(self.sql.counter_sums, {"keys": chosen}))
+    # -- sync sources ----------------------------------------------------------------------------
+    def sources(self) -> list[tuple[str, SourceRow]]:
+        return [(r[0], SourceRow._make(r[1:])) for r in self._all(self.sql.sources, {})]
+
+    def source(self, key: int) -> SourceRow | None:
+        row = self._one(self.sql.source, {"key": key})
+        return None if row is None else SourceRow._make(row)
+
+    def put_source(self, row: SourceRow) -> None:
+        self.cursor.execute(self.sql.put_source, row)
+
+    def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
+        if rows:
+            self.cursor.executemany(self.sql.insert_entry, rows)
+        if search:
+            self.cursor.executemany(self.sql.insert_search, search)
 
 
 def path_sql(table: str, param: str) -> str:
@@ -303,3 +326,9 @@ def counter_sums_sql(table: str, chosen: str) -> str:
     """``Statements.counter_sums`` (``chosen`` as for :func:`usage_sums_sql`)."""
     sums = {c: f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)" for c in CounterSums._fields}
     return f"SELECT {select_list(CounterSums, **sums)} FROM {table} WHERE key IN ({chosen})"
+def put_source_sql(table: str, placeholder: str) -> str:
+    """The upsert of a :class:`SourceRow` (positional ``placeholder``s) on its session key."""
+    columns = SourceRow._fields
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
+            f" ON CONFLICT (session_key) DO UPDATE SET {updates}")

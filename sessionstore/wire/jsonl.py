@@ -13,12 +13,17 @@ would silently skip as unparsable, and the ambiguities pi hangs on:
   parent that comes after its child (pi never writes one; with duplicates it is how parent cycles arise).
 
 In lenient mode a refused line is skipped and recorded in :attr:`SessionFileReader.skipped` instead.
+
+For a sync (``catalog.sync``) the reader reads complete lines only (``complete_lines``: a last line
+without its newline is being written, and is left for the next read) and can continue a file where
+an earlier read stopped (``resume``: its byte offset, line number and the parent ids no entry had
+yet; ``known_parent`` says whether an id names an entry stored before).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -26,7 +31,7 @@ from typing import IO, Any
 import orjson
 from pydantic import ValidationError
 
-from sessionstore.errors import JsonlError
+from sessionstore.errors import IncompleteHeaderError, JsonlError
 from sessionstore.models import js
 from sessionstore.models.entries import entry_problems
 from sessionstore.validate import Diagnostic
@@ -79,6 +84,16 @@ def _js_blank(raw: bytes) -> bool:
     return all(char in js.JS_SPACE for char in text)
 
 
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where an earlier read of a v3 file stopped: the bytes and lines it consumed (complete lines), and
+    the parent ids named by entries it read that no entry had (id -> the line that named it)."""
+
+    offset: int
+    line: int
+    awaited: dict[str, int]
+
+
 class _LineError(Exception):
     pass
 
@@ -103,7 +118,16 @@ class SessionFileReader:
     each ``entry`` a plain dict in v3 wire form with every original field kept in its original order.
     """
 
-    def __init__(self, source: str | Path | IO[bytes], *, lenient: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        source: str | Path | IO[bytes],
+        *,
+        lenient: bool = False,
+        name: str | None = None,
+        complete_lines: bool = False,
+        resume: ResumePoint | None = None,
+        known_parent: Callable[[str], bool] | None = None,
+    ) -> None:
         if isinstance(source, (str, Path)):
             self.name = name or str(source)
             try:
@@ -132,15 +156,38 @@ class SessionFileReader:
         self._index = 0
         # parent id -> line of the first entry that named it before it was seen (read as a root)
         self._awaited: dict[str, int] = {}
+        self._complete = complete_lines or resume is not None
+        self._known_parent = known_parent
+        self._start = 0
+        self._partial = 0
+        self.first_line = b""
+        """The file's first line as read (its newline included), for a sync's check of the prefix."""
+        self.last_line = b""
+        """The last complete line read (its newline included)."""
+        if resume is not None:
+            try:
+                self._fp.seek(resume.offset)
+            except (OSError, ValueError) as exc:
+                self.close()
+                raise JsonlError(self.name, None, f"cannot seek to byte {resume.offset}: {exc}") from exc
+            self._start = resume.offset
+            self._line = resume.line
+            self._awaited = dict(resume.awaited)
+            self.header: dict[str, Any] = {}
+            self._header_line = b""
+            self.source_version: int = CURRENT_VERSION
+            self._upgrader = Upgrader(CURRENT_VERSION)
+            self.header_text: str | None = None
+            return
         try:
             self.header = self._read_header()
         except BaseException:
             self.close()
             raise
-        self.source_version: int = _effective_version(self.header.get("version"))
+        self.source_version = _effective_version(self.header.get("version"))
         self._upgrader = Upgrader(self.source_version)
         self._upgrader.upgrade_header(self.header)
-        self.header_text: str | None = (
+        self.header_text = (
             self._header_line.decode("utf-8")
             if self.source_version == CURRENT_VERSION and "leafId" not in self.header
             else None
@@ -150,6 +197,21 @@ class SessionFileReader:
     def close(self) -> None:
         if self._owns:
             self._fp.close()
+
+    @property
+    def consumed_bytes(self) -> int:
+        """The file offset after the last complete line read (a partial last line not counted)."""
+        return self._start + self.bytes_read - self._partial
+
+    @property
+    def consumed_lines(self) -> int:
+        """The lines of the file read so far, complete ones (the header and blank lines included)."""
+        return self._line
+
+    @property
+    def awaited(self) -> dict[str, int]:
+        """Parent ids named by the entries read that no entry had (id -> the first line naming it)."""
+        return dict(self._awaited)
 
     def __enter__(self) -> SessionFileReader:
         return self
@@ -162,6 +224,13 @@ class SessionFileReader:
         for raw in self._fp:
             self._line += 1
             self.bytes_read += len(raw)
+            if self._line == 1:
+                self.first_line = raw
+            if self._complete and not raw.endswith(b"\n"):
+                self._line -= 1
+                self._partial = len(raw)
+                raise IncompleteHeaderError(self.name, self._line + 1, "the session header line is not complete yet")
+            self.last_line = raw
             if raw.strip() and not (raw[:1] >= b"\x80" and _js_blank(raw)):
                 yield self._line, raw
 
@@ -219,12 +288,19 @@ class SessionFileReader:
         when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
         seen = self.ids
         line = self._line
+        complete = self._complete
         try:
             # the file's lines straight, not through ``_raw_lines`` (a generator per line costs ~0.5 us)
             for raw in self._fp:
                 line += 1
                 self._line = line
                 self.bytes_read += len(raw)
+                if complete:
+                    if not raw.endswith(b"\n"):  # being written: left for the next read
+                        self._line = line - 1
+                        self._partial = len(raw)
+                        break
+                    self.last_line = raw
                 if not raw.strip():
                     continue
                 try:
@@ -274,7 +350,7 @@ class SessionFileReader:
         if isinstance(parent, str) and parent:
             if parent == entry_id:
                 raise _LineError(f"entry {entry_id!r} is its own parent (pi would loop on it)")
-            if parent not in seen:
+            if parent not in seen and (self._known_parent is None or not self._known_parent(parent)):
                 self._awaited.setdefault(parent, line)
                 self._note("PARENT_NOT_FOUND", line, entry_id,
                            f"parentId {parent!r} names no earlier entry: the entry is a root, as pi reads it")

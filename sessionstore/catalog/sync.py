@@ -1,0 +1,276 @@
+"""Mirroring a pi session directory into the database (``sessionstore sync``).
+
+pi keeps its sessions in ``{agentDir}/sessions/--{encoded cwd}--/{timestamp}_{id}.jsonl``; a sync scans
+each sub-directory of that root (a symlink to a directory included, as pi's ``listAll`` does) for
+``*.jsonl`` files and brings each one's session up to date. Each synced session has a source row
+(``sessionstore_sources``: the file's path, its size and mtime when last looked at, the bytes and lines
+of it in the database, the lengths and digests of its first and last consumed lines, its version as
+read, the parent ids no entry had yet, the time of the sync). Per file:
+
+- **unchanged**: same path, size and mtime (ns) as recorded: one ``stat`` (from the directory scan),
+  nothing read;
+- **appended** (grown): a v3 file at least as large as the consumed offset whose first line and last
+  consumed line are the recorded ones (two small ``pread`` calls): only the bytes past the offset are
+  read, and their complete lines appended in one transaction with the import's checks (duplicate id,
+  parents before children, a parent naming no entry makes a root, the leaf moves to the last entry);
+  the lines' numbers in errors are the file's. A grown file with nothing complete past the offset
+  has its new size recorded and counts as unchanged;
+- **rewritten**: anything else (shorter than the consumed offset, a changed first or last consumed
+  line: pi rewrites a v1/v2 file as v3 when it loads it, and ``_rewriteFile`` truncates and writes the
+  whole file) and a grown v1/v2 file (the upgrade numbers entries from the start): re-imported,
+  replacing the session, in one transaction;
+- **imported**: a path without a source row. A file whose session is in the database already is a
+  failure when that session was imported by hand (``adopt`` takes it over) or is synced from another
+  file that still exists; when that other file is gone the file was moved: it is imported under its
+  new path and takes the session over (one read; the session keeps its id). A second path to a file
+  already synced (a symlinked project directory beside its target) is the same file: unchanged.
+- **pending**: an empty file, or one whose header line has no newline yet (pi creates a file and
+  writes its lines one at a time): skipped this time, not a failure. A last line without its newline
+  is likewise never consumed: pi's appends are ``appendFileSync`` calls of one line each, so a reader
+  may see half a line; the next sync reads it once it is complete.
+- **failed**: ``file:line: reason`` (the import's checks, unreadable files, conflicts); nothing of that
+  file is written, the other files still sync, and the source row stays as it was (the next sync
+  tries again).
+
+``prune``: a synced session whose recorded path is under the directory and whose file is gone is
+deleted (only sessions with a source row; a session imported by hand is never pruned). Without it a
+session whose file is gone stays.
+
+Watching (:func:`watch`) polls: a sync of an unchanged directory is a directory scan and one query
+(milliseconds for a thousand files), so polling every couple of seconds costs little, needs no
+dependency, and works where change notification does not (network and container file systems,
+symlinked project directories, editors replacing files); pi writes a line per entry, so a latency of
+an interval is what a mirror needs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sessionstore.errors import (
+    IncompleteHeaderError,
+    InvalidInputError,
+    JsonlError,
+    SessionNotFoundError,
+    SessionStoreError,
+)
+from sessionstore.store.entry_store import EntryStore, SourceChangedError
+from sessionstore.store.sources import FileStat, SourceInfo, file_check
+
+ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
+DEFAULT_INTERVAL = 2.0
+"""Seconds between two syncs of :func:`watch`."""
+
+Progress = Callable[[int, int], None]
+"""Called with the bytes read so far and the bytes a sync has to read (files to import or append)."""
+
+
+def default_sessions_dir() -> Path:
+    """pi's sessions root: ``$PI_CODING_AGENT_DIR/sessions`` (``~`` expanded), else ``~/.pi/agent/sessions``."""
+    agent = os.environ.get(ENV_AGENT_DIR)
+    base = Path(agent).expanduser() if agent else Path.home() / ".pi" / "agent"
+    return base / "sessions"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncFailure:
+    path: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}" if self.line is not None else f"{self.path}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class SyncResult:
+    """What one sync did, file by file counted once each."""
+
+    imported: int = 0
+    appended: int = 0
+    rewritten: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    pending: int = 0
+    entries: int = 0
+    """Entries written (imports, appends and re-imports)."""
+    failures: list[SyncFailure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    def add(self, other: SyncResult) -> None:
+        """Fold ``other`` in (a watch's totals; failures: the latest cycle's)."""
+        for name in ("imported", "appended", "rewritten", "unchanged", "pruned", "pending", "entries"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failures = list(other.failures)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"imported": self.imported, "appended": self.appended, "rewritten": self.rewritten,
+                "unchanged": self.unchanged, "pruned": self.pruned, "pending": self.pending, "failed": self.failed,
+                "entries": self.entries, "failures": [f.to_json() for f in self.failures]}
+
+    def summary(self) -> str:
+        return (f"{self.imported} imported, {self.appended} appended, {self.rewritten} rewritten, "
+                f"{self.unchanged} unchanged, {self.pruned} pruned, {self.pending} pending, {self.failed} failed")
+
+
+def _scan(root: Path, failures: list[SyncFailure]) -> Iterator[tuple[str, os.stat_result]]:
+    """``(path, stat)`` of every ``*.jsonl`` regular file in a sub-directory of ``root`` (symlinks followed)."""
+    try:
+        projects = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read the sessions directory {root}: {exc.strerror or exc}") from None
+    for project in projects:
+        try:
+            if not project.is_dir():
+                continue
+            files = sorted(os.scandir(project.path), key=lambda e: e.name)
+        except OSError as exc:
+            failures.append(SyncFailure(project.path, None, f"cannot read the directory: {exc.strerror or exc}"))
+            continue
+        for file in files:
+            if not file.name.endswith(".jsonl"):
+                continue
+            try:
+                info = file.stat()
+            except OSError as exc:
+                failures.append(SyncFailure(file.path, None, exc.strerror or str(exc)))
+                continue
+            if stat_module.S_ISREG(info.st_mode):
+                yield file.path, info
+
+
+def sync_directory(
+    store: EntryStore,
+    directory: str | Path | None = None,
+    *,
+    prune: bool = False,
+    adopt: bool = False,
+    progress: Progress | None = None,
+) -> SyncResult:
+    """Mirror the pi session directory ``directory`` (default: :func:`default_sessions_dir`) into
+    ``store`` once (see the module's documentation). Raises :class:`InvalidInputError` when the
+    directory does not exist; a file that fails is reported in the result, not raised."""
+    root = Path(os.path.abspath(Path(directory).expanduser() if directory is not None else default_sessions_dir()))
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise InvalidInputError(f"the sessions directory {root} {what}")
+    result = SyncResult()
+    known = {source.path: source for source in store.sources()}
+    scanned = list(_scan(root, result.failures))
+    synced_files = {(info.st_dev, info.st_ino) for path, info in scanned if path in known}
+    work: list[tuple[str, FileStat, SourceInfo | None, tuple[int, int]]] = []
+    for path, info in scanned:
+        stat = FileStat.of(info)
+        source = known.get(path)
+        if source is not None and source.stat == stat:
+            result.unchanged += 1
+        elif stat.size == 0:
+            result.pending += 1  # pi creates the file, then writes it
+        else:
+            work.append((path, stat, source, (info.st_dev, info.st_ino)))
+    total = sum(stat.size - (source.consumed_bytes if source else 0) for _p, stat, source, _f in work)
+    done = 0
+    for path, stat, source, file_id in work:
+        if source is None and file_id in synced_files:
+            result.unchanged += 1  # another path to a synced file (a symlinked project directory beside it)
+        else:
+            _sync_file(store, path, stat, source, result, adopt=adopt)
+            synced_files.add(file_id)
+        done += stat.size - (source.consumed_bytes if source else 0)
+        if progress is not None:
+            progress(done, total)
+    if prune:
+        seen = {path for path, _info in scanned}
+        prefix = str(root).rstrip(os.sep) + os.sep
+        for source in store.sources():  # as the sync left them (a moved file took its session over)
+            path = source.path
+            if path.startswith(prefix) and path not in seen and not os.path.lexists(path):
+                with suppress(SessionNotFoundError):
+                    store.delete_session(source.session_id)
+                    result.pruned += 1
+    return result
+
+
+def _sync_file(
+    store: EntryStore, path: str, stat: FileStat, source: SourceInfo | None, result: SyncResult, *, adopt: bool
+) -> None:
+    try:
+        if source is None:
+            done = store.import_source(path, stat, adopt=adopt)
+            result.imported += 1
+        elif _only_grown(path, stat, source):
+            done = store.append_source(source, stat)
+            if done.entries:
+                result.appended += 1
+            else:
+                result.unchanged += 1
+        else:
+            done = store.import_source(path, stat, replacing=source)
+            result.rewritten += 1
+        result.entries += done.entries
+    except IncompleteHeaderError:
+        result.pending += 1
+    except SourceChangedError:
+        result.pending += 1  # another sync is at this file: the next sync sees what it left
+    except JsonlError as exc:
+        result.failures.append(SyncFailure(path, exc.line, exc.reason))
+    except SessionStoreError as exc:
+        reason = str(exc)
+        result.failures.append(SyncFailure(path, None, reason.removeprefix(f"{path}: ")))
+    except OSError as exc:
+        result.failures.append(SyncFailure(path, None, exc.strerror or str(exc)))
+
+
+def _only_grown(path: str, stat: FileStat, source: SourceInfo) -> bool:
+    """Whether the file at ``path`` is the consumed part of ``source`` and maybe more (a v3 file only)."""
+    if source.file_version != 3 or stat.size < source.consumed_bytes:
+        return False
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        check = file_check(fd, head_bytes=source.head_bytes, consumed_bytes=source.consumed_bytes,
+                           tail_bytes=source.tail_bytes)
+    finally:
+        os.close(fd)
+    return check == source.check
+
+
+def watch(
+    store: EntryStore,
+    directory: str | Path | None = None,
+    *,
+    interval: float = DEFAULT_INTERVAL,
+    cycles: int | None = None,
+    prune: bool = False,
+    adopt: bool = False,
+    on_cycle: Callable[[SyncResult], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> SyncResult:
+    """Sync ``directory`` every ``interval`` seconds (polling; see the module's documentation), ``cycles``
+    times (``None``: until interrupted: ``KeyboardInterrupt`` propagates, after the totals so far went to
+    ``on_cycle``). Returns the totals (failures: the last cycle's)."""
+    if interval < 0:
+        raise InvalidInputError(f"the interval must be at least 0 seconds, got {interval!r}")
+    totals = SyncResult()
+    cycle = 0
+    while cycles is None or cycle < cycles:
+        if cycle:
+            sleep(interval)
+        once = sync_directory(store, directory, prune=prune, adopt=adopt)
+        totals.add(once)
+        if on_cycle is not None:
+            on_cycle(once)
+        cycle += 1
+    return totals

@@ -1,0 +1,107 @@
+"""What a sync records about the file a session is mirrored from (``sessionstore_sources``), and the
+cheap check that the part of the file already in the database is still what it was.
+
+A file's *check* (``{head}:{tail}``) is a digest of its first line and one of its last consumed line (each with its
+newline). A file that pi only appended to keeps both at the same offsets; every rewrite pi makes
+(a v1/v2 file migrated to v3 on load rewrites the header and every line; a truncation) changes one
+of them or the size. Reading them costs two ``pread`` calls of a few hundred bytes, whatever the size
+of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import Any
+
+from sessionstore.store.backend import SourceRow
+from sessionstore.store.dbtext import from_db
+from sessionstore.wire.jsonl import ResumePoint
+
+CHECK_WINDOW_MAX = 1 << 20
+"""A first or last line longer than this is checked by its first and last half MiB (the digest of a
+longer line would read it whole)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """What a ``stat`` of the file said when a sync looked at it."""
+
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, result: os.stat_result) -> FileStat:
+        return cls(result.st_size, result.st_mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """A synced session's source row, as the sync engine reads it."""
+
+    session_id: str
+    session_key: int
+    path: str
+    stat: FileStat
+    consumed_bytes: int
+    consumed_lines: int
+    head_bytes: int
+    tail_bytes: int
+    check: str
+    file_version: int
+    dangling: dict[str, int]
+    synced_at: str
+
+    @classmethod
+    def of(cls, session_id: str, row: SourceRow) -> SourceInfo:
+        return cls(from_db(session_id), int(row.session_key), from_db(row.path), FileStat(row.size, row.mtime_ns),
+                   int(row.consumed_bytes), int(row.consumed_lines), int(row.head_bytes), int(row.tail_bytes),
+                   row.check_hash, int(row.file_version), decode_dangling(row.dangling), row.synced_at)
+
+    @property
+    def resume_point(self) -> ResumePoint:
+        return ResumePoint(self.consumed_bytes, self.consumed_lines, self.dangling)
+
+
+def _digest(fd: int, offset: int, length: int) -> str:
+    """The digest of ``length`` bytes at ``offset`` (a long window: its two ends)."""
+    hasher = blake2b(digest_size=12)
+    if length <= CHECK_WINDOW_MAX:
+        hasher.update(os.pread(fd, length, offset))
+    else:
+        half = CHECK_WINDOW_MAX // 2
+        hasher.update(os.pread(fd, half, offset))
+        hasher.update(os.pread(fd, half, offset + length - half))
+    hasher.update(length.to_bytes(8, "big"))
+    return hasher.hexdigest()
+
+
+def line_digest(line: bytes) -> str:
+    """The digest of one line as read (the same as :func:`_digest` of the bytes it occupies)."""
+    hasher = blake2b(digest_size=12)
+    if len(line) <= CHECK_WINDOW_MAX:
+        hasher.update(line)
+    else:
+        half = CHECK_WINDOW_MAX // 2
+        hasher.update(line[:half])
+        hasher.update(line[-half:])
+    hasher.update(len(line).to_bytes(8, "big"))
+    return hasher.hexdigest()
+
+
+def file_check(fd: int, *, head_bytes: int, consumed_bytes: int, tail_bytes: int) -> str:
+    """The check of the open file ``fd`` at the recorded line positions: ``{head}:{tail}``, the
+    :func:`line_digest` of the first line and of the last consumed line when they are unchanged."""
+    return f"{_digest(fd, 0, head_bytes)}:{_digest(fd, consumed_bytes - tail_bytes, tail_bytes)}"
+
+
+def encode_dangling(awaited: dict[str, int]) -> str:
+    """The stored form of the parent ids no entry had yet (JSON; lone surrogates escaped as ``\\udXXX``)."""
+    return json.dumps(awaited, ensure_ascii=True, separators=(",", ":"))
+
+
+def decode_dangling(text: str) -> dict[str, int]:
+    value: Any = json.loads(text) if text else {}
+    return {str(k): int(v) for k, v in value.items()} if isinstance(value, dict) else {}
