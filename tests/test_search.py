@@ -16,7 +16,7 @@ from sqlalchemy import Engine, text
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError
-from tests.paths import PI_FILES
+from tests.paths import FIXTURES, PI_FILES
 
 Json = dict[str, Any]
 
@@ -177,3 +177,19 @@ def test_the_search_help_shows_the_syntax_and_examples(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["search", "--help"])
     assert out.exit_code == 0
     assert "re:REGEX" in out.output and "Examples" in out.output and "--everything" in out.output
+
+
+def test_nul_and_lone_surrogates_are_not_found_by_the_letters_that_store_them(store: SessionStore) -> None:
+    """(Found by review: the payload's escaped form of NUL and lone surrogates held letters and digits
+    that plain needles matched.)"""
+    result = store.import_jsonl(FIXTURES / "tolerant" / "OK-lone-surrogates-and-nul.jsonl")
+    for needle in ("sd800", "dc00", '"0 end"', "fdd0", '"e0 a"'):
+        assert result.session_id not in ids(store.search(needle)), needle
+    assert ids(store.search('"nul \x00 end"')) == [result.session_id]  # (NUL itself is found: U+FFFD both sides)
+
+
+def test_a_query_of_a_thousand_words_is_answered(store: SessionStore, two: tuple[str, str]) -> None:
+    """(Found by review: one OR term per needle passed SQLite's expression depth of 1000.)"""
+    a, _b = two
+    assert ids(store.search(" ".join(["the"] * 1200))) == [a]
+    assert ids(store.search(" ".join(f"w{i}" for i in range(600)) + " sqlite", everything=True)) == []

@@ -388,3 +388,16 @@ def test_a_database_written_at_0007_gets_its_stats_from_the_upgrade(engine: Engi
     assert upgraded.to_json() == {**fresh.to_json(), "sessionId": "old"}
     assert upgraded.selected_model == fresh.selected_model == "p1/m1"
     assert upgraded.messages == Messages(6, 2, 2, 2, 2) and upgraded.cost == pytest.approx(0.9475, rel=1e-15)
+
+
+@pytest.mark.parametrize(("timestamp", "day"), [
+    ("0000-01-01T00:00:00.000Z", "0000-01-01"), ("0000-03-01T00:00:00.000Z", "0000-03-01"),
+    ("1970-01-01T00:00:00.000Z", "1970-01-01"), ("1969-12-31T23:59:59.999Z", "1969-12-31"),
+    ("-000001-12-31T12:00:00.000Z", "-000001-12-31"), ("-271821-04-20T00:00:00.000Z", "-271821-04-20"),
+    ("+275760-09-13T00:00:00.000Z", "+275760-09-13"), ("2024-02-29T12:00:00.000Z", "2024-02-29"),
+])
+def test_the_day_of_an_entry_is_its_utc_date_before_the_common_era_too(timestamp: str, day: str) -> None:
+    """(Found by review: the era of a day before 0000-03-01 came out one too low.)"""
+    from sessionstore.models.entry_catalog import day_of
+
+    assert day_of({"timestamp": timestamp}) == day

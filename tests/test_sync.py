@@ -282,6 +282,34 @@ def test_prune_only_looks_under_the_synced_directory(store: SessionStore, tmp_pa
     assert [s.id for s in store.list_sessions()] == ["s2"]
 
 
+def test_prune_spares_the_sessions_of_a_directory_it_could_not_read(
+    store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Found by review: ``lexists`` says False for a file in a directory that cannot be searched.)"""
+    root = tmp_path / "sessions"
+    session_file(project(root, "/a"), "sa", [header("sa", "/a")])
+    hidden = project(root, "/b")
+    session_file(hidden, "sb", [header("sb", "/b")])
+    store.sync(root)
+    real_scandir, real_lstat = os.scandir, os.lstat
+
+    def refusing_scandir(path: Any) -> Any:
+        if os.fspath(path) == str(hidden):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    def refusing_lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.fspath(path).startswith(str(hidden) + os.sep):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    monkeypatch.setattr(os, "lstat", refusing_lstat)
+    result = store.sync(root, prune=True)
+    assert result.pruned == 0 and result.failed == 1
+    assert {s.id for s in store.list_sessions()} == {"sa", "sb"}
+
+
 # -- failures ---------------------------------------------------------------------------------------
 def test_a_bad_file_fails_with_file_and_line_and_the_others_sync(store: SessionStore, tmp_path: Path) -> None:
     root = tmp_path / "sessions"

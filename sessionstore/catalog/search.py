@@ -38,10 +38,10 @@ from sessionstore.catalog.search_rules import (
     parse_query,
 )
 from sessionstore.errors import InvalidInputError
-from sessionstore.models.entry_catalog import entry_texts
+from sessionstore.models.entry_catalog import entry_texts, index_form
 from sessionstore.models.js_text import JS_WHITESPACE, js_trim, to_units
 from sessionstore.store.backend import Tx
-from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.dbtext import from_db
 from sessionstore.store.entry_store import EntryStore
 from sessionstore.store.records import SessionInfo
 from sessionstore.wire.codec import json_loads
@@ -50,6 +50,8 @@ SortOrder = Literal["relevance", "recent"]
 SORT_ORDERS: tuple[SortOrder, ...] = ("relevance", "recent")
 HITS_PER_SESSION = 3
 """Matching entries shown per session unless told otherwise."""
+HIT_NEEDLES = 100
+"""Needles of a query that pick its hits (every needle still decides which sessions match)."""
 SNIPPET_CONTEXT = 40
 """Characters of the entry's text shown on each side of a hit."""
 
@@ -137,7 +139,7 @@ class _MessageIndex:
         """Sessions whose message text holds the whitespace-free ``needle`` (lowercased)."""
         found = self._with.get(needle)
         if found is None:
-            found = self._with[needle] = self.tx.sessions_with_text(to_db(needle), everything=self.everything)
+            found = self._with[needle] = self.tx.sessions_with_text(index_form(needle), everything=self.everything)
         return found
 
     def holding_phrase(self, phrase: str) -> set[int]:
@@ -148,7 +150,7 @@ class _MessageIndex:
         if found is None:
             within = self.holding(phrase)  # one entry holds it all: the index says so
             across = set.intersection(*(self.holding(word) for word in phrase.split(" "))) - within
-            stored = to_db(phrase)  # the others hold every word: read, joined as pi joins them
+            stored = index_form(phrase)  # the others hold every word: read, joined as pi joins them
             found = within | {key for key in across
                               if stored in " ".join(self.tx.folded_texts(key, everything=self.everything))}
             self._with_phrase[phrase] = found
@@ -220,8 +222,9 @@ def _hits(tx: Tx, index: _MessageIndex, parsed: ParsedQuery, keys: Sequence[int]
             found[key] = [SearchHit(entry_id, role, _regex_snippet(parsed.regex, text))
                           for entry_id, role, text in matching]
         return found
-    wanted = [n.value for n in needles(parsed) or ()]
-    for row in tx.text_hits(keys, [to_db(n) for n in wanted], everything=index.everything,
+    # (distinct needles, at most HIT_NEEDLES of them: a pasted paragraph is a query of hundreds of words)
+    wanted = list(dict.fromkeys(n.value for n in needles(parsed) or ()))[:HIT_NEEDLES]
+    for row in tx.text_hits(keys, [index_form(n) for n in wanted], everything=index.everything,
                             per_session=per_session):
         payload = tx.payload_at(row.session_key, row.seq)
         texts = entry_texts(json_loads(payload)) if payload is not None else None

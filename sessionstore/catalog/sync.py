@@ -194,14 +194,27 @@ def sync_directory(
             progress(done, total)
     if prune:
         seen = {path for path, _info in scanned}
+        unread = tuple(f.path.rstrip(os.sep) + os.sep for f in result.failures if f.line is None)
         prefix = str(root).rstrip(os.sep) + os.sep
         for source in store.sources():  # as the sync left them (a moved file took its session over)
             path = source.path
-            if path.startswith(prefix) and path not in seen and not os.path.lexists(path):
+            if path.startswith(prefix) and path not in seen and not path.startswith(unread) and _gone(path):
                 with suppress(SessionNotFoundError):
                     store.delete_session(source.session_id)
                     result.pruned += 1
     return result
+
+
+def _gone(path: str) -> bool:
+    """Whether ``path`` is known not to exist: a file that cannot be looked at (a directory it is in
+    cannot be searched) is not gone, and its session is not pruned."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _sync_file(

@@ -19,6 +19,7 @@ migration's backfill): its part of pi's session stats and its search texts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -103,7 +104,7 @@ def day_of(entry: Mapping[str, Any]) -> str:
 def _civil(days: int) -> str:
     """The proleptic Gregorian date ``days`` after 1970-01-01 (Howard Hinnant's ``civil_from_days``)."""
     z = days + 719_468
-    era = (z if z >= 0 else z - 146_096) // 146_097
+    era = z // 146_097  # (Python's // floors: no adjustment for negative days, unlike C's division)
     doe = z - era * 146_097
     yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
     doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
@@ -195,12 +196,26 @@ def entry_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
     return SearchTexts(role, text, joined)
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What no database text can hold: NUL (PostgreSQL) and lone surrogates (UTF-8)."""
+
+
+def index_form(text: str) -> str:
+    """``text`` as the search index holds it (and as a needle is looked up): NUL and lone surrogates
+    become U+FFFD. (Unlike the payload's escaped form, no needle of letters can match the stand-in;
+    a needle holding U+FFFD matches them, which pi would not.)"""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
-    """The entry's folded search texts (what the index holds), ``None`` when both fold to nothing."""
+    """The entry's folded search texts in the index's form (:func:`index_form`), ``None`` when both
+    fold to nothing."""
     texts = entry_texts(entry)
     if texts is None:
         return None
-    folded_text, folded_extra = fold(texts.text), fold(texts.extra)
+    folded_text, folded_extra = index_form(fold(texts.text)), index_form(fold(texts.extra))
     if not folded_text and not folded_extra:
         return None
     return SearchTexts(texts.role, folded_text, folded_extra)

@@ -67,11 +67,11 @@ def entry_row(
 
 
 def search_row(session_key: int, seq: int, entry: dict[str, Any]) -> SearchRow | None:
-    """The search row of ``entry`` (its folded texts in stored form), ``None`` when it has no search text."""
+    """The search row of ``entry`` (its folded texts in the index's form), ``None`` when it has no search text."""
     texts = search_texts(entry)
     if texts is None:
         return None
-    return SearchRow(session_key, seq, to_db(texts.role), to_db(texts.text), to_db(texts.extra))
+    return SearchRow(session_key, seq, to_db(texts.role), texts.text, texts.extra)
 
 
 class HeadRow(NamedTuple):
