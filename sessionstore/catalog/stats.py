@@ -39,6 +39,7 @@ from typing import Any, Literal, NamedTuple
 
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models import js
+from sessionstore.store.backend import UsageSum
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.entry_store import EntryStore
 from sessionstore.wire.codec import json_loads
@@ -126,17 +127,9 @@ class BreakdownItem(NamedTuple):
         return {"key": self.key, "cost": self.cost, "tokens": self.tokens}
 
 
-class UsageBucket(NamedTuple):
-    """Usage summed under one key on one day: a ``sessionstore_usage`` row, or several sessions' sum."""
-
-    model_key: str
-    day: str
-    entries: int
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    cost: float
+UsageBucket = UsageSum
+"""Usage summed under one key on one day (a ``sessionstore_usage`` row, or several sessions' sum),
+its key decoded from its stored form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +189,11 @@ class Messages(NamedTuple):
         return Messages(*(a + b for a, b in zip(self, other, strict=True)))
 
 
-@dataclass(frozen=True, slots=True)
-class SessionStatsReport:
-    """What pi's ``/session`` shows of one session (``getSessionStats`` and ``getUsageCostBreakdown``)."""
+class _UsageFigures:
+    """The usage figures of a report, read through its ``usage``."""
 
-    session_id: str
-    name: str | None
-    messages: Messages
+    __slots__ = ()
     usage: UsageTotals
-    selected_model: str | None = None
-    """The ``{provider}/{modelId}`` a resume at the leaf selects (see the module), ``None`` without one."""
 
     @property
     def tokens(self) -> Tokens:
@@ -218,6 +206,18 @@ class SessionStatsReport:
     @property
     def breakdown(self) -> tuple[BreakdownItem, ...]:
         return self.usage.breakdown
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStatsReport(_UsageFigures):
+    """What pi's ``/session`` shows of one session (``getSessionStats`` and ``getUsageCostBreakdown``)."""
+
+    session_id: str
+    name: str | None
+    messages: Messages
+    usage: UsageTotals
+    selected_model: str | None = None
+    """The ``{provider}/{modelId}`` a resume at the leaf selects (see the module), ``None`` without one."""
 
     def to_json(self) -> Json:
         """pi's field names: ``{"sessionId", "userMessages", "assistantMessages", "toolCalls",
@@ -255,7 +255,7 @@ class StatsGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class AllStatsReport:
+class AllStatsReport(_UsageFigures):
     """``stats --all``: the sum over the chosen sessions, and per model key or day with ``by``. Message
     counts are per session (the store counts them on the session row), so groups carry usage only."""
 
@@ -264,18 +264,6 @@ class AllStatsReport:
     usage: UsageTotals
     by: GroupBy | None = None
     groups: tuple[StatsGroup, ...] = field(default=())
-
-    @property
-    def tokens(self) -> Tokens:
-        return self.usage.tokens
-
-    @property
-    def cost(self) -> float:
-        return self.usage.cost
-
-    @property
-    def breakdown(self) -> tuple[BreakdownItem, ...]:
-        return self.usage.breakdown
 
     def to_json(self) -> Json:
         out: Json = {"sessions": self.sessions, **self.messages.to_json(), **self.usage.to_json()}
@@ -335,8 +323,8 @@ def _cost_lines(usage: UsageTotals, *, per_key: bool) -> list[str]:
 
 # -- reading ------------------------------------------------------------------------------------
 def _bucket(row: Any) -> UsageBucket:
-    return UsageBucket(from_db(row.model_key), row.day, int(row.entries), float(row.input), float(row.output),
-                       float(row.cache_read), float(row.cache_write), float(row.cost))
+    return UsageSum(from_db(row.model_key), row.day, int(row.entries), float(row.input), float(row.output),
+                    float(row.cache_read), float(row.cache_write), float(row.cost))
 
 
 def session_stats(
