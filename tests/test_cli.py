@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -11,6 +12,7 @@ from click.testing import CliRunner, Result
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
 from sessionstore.store.records import TreeNode
+from sessionstore.store.schema import SCHEMA_REVISION
 from sessionstore.wire.jsjson import js_dumps
 from tests.builders import assistant, user
 from tests.paths import FIXTURES, PI_FILES
@@ -235,3 +237,42 @@ def test_every_typed_append_goes_through_its_api_method(run) -> None:  # type: i
     summary = run("append", sid, "--type", "branch_summary", input=json.dumps({"summary": "s", "fromId": "ignored"}))
     stored = show(summary.stdout.strip())
     assert stored["fromId"] == leaf.stdout.strip() and stored["parentId"] == leaf.stdout.strip()
+
+
+def test_rm_refuses_short_prefixes_and_asks_for_yes_off_a_terminal(run: Any, store: SessionStore) -> None:
+    """(Issue 14 item 6.) A prefix under 8 characters or no --yes without a terminal deletes nothing."""
+    sid = store.create_session(cwd="/w", session_id="0123456789abcdef")
+    short = run("rm", "0123", "--yes")
+    assert short.exit_code == 2 and "at least 8 characters" in short.stderr
+    unasked = run("rm", sid)
+    assert unasked.exit_code == 2 and "--yes" in unasked.stderr
+    assert [s.id for s in store.list_sessions()] == [sid]
+    assert run("rm", "01234567", "--yes").exit_code == 0
+    assert store.list_sessions() == []
+
+
+def test_an_ambiguous_prefix_lists_its_candidates(run: Any, store: SessionStore) -> None:
+    a = store.create_session(cwd="/w", session_id="abcd-1111")
+    b = store.create_session(cwd="/w", session_id="abcd-2222")
+    done = run("tree", "abcd")
+    assert done.exit_code == 2 and a in done.stderr and b in done.stderr and "'" not in done.stderr
+
+
+def test_db_upgrade_says_what_it_applied_and_history_lists_the_revisions(run: Any, tmp_path: Path) -> None:
+    from sessionstore.store import migrate
+    from sessionstore.store.engine import make_engine
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    migrate.upgrade(engine, "0007")
+    engine.dispose()
+    done = CliRunner().invoke(cli, ["--db", url, "db", "upgrade"])
+    assert done.exit_code == 0, done.output
+    assert "applied 0008:" in done.output and "applied 0009:" in done.output and "was 0007" in done.output
+    again = CliRunner().invoke(cli, ["--db", url, "db", "upgrade"])
+    assert "already current" in again.output
+    listed = CliRunner().invoke(cli, ["--db", url, "db", "history"])
+    lines = listed.output.splitlines()
+    assert listed.exit_code == 0 and lines[0].startswith("  0001") and lines[-1].startswith(f"* {SCHEMA_REVISION}")
+    fresh = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path / 'none.db'}", "db", "history"])
+    assert fresh.exit_code == 0 and not (tmp_path / "none.db").exists() and "*" not in fresh.output

@@ -280,7 +280,9 @@ class Ctx:
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            raise InvalidInputError(f"session prefix {given!r} is ambiguous: {len(matches)} sessions start with it")
+            shown = ", ".join(sorted(matches)[:AMBIGUOUS_SHOWN]) + (", ..." if len(matches) > AMBIGUOUS_SHOWN else "")
+            raise InvalidInputError(f"session prefix {render.safe_line(given)} is ambiguous: {len(matches)} sessions"
+                                    f" start with it: {shown}")
         raise SessionNotFoundError(given)
 
     def close(self) -> None:
@@ -847,15 +849,32 @@ def compact(ctx: Ctx, session: str, summary: str | None, keep_recent_tokens: int
     emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
 
 
+RM_PREFIX = 8
+"""The shortest session-id prefix ``rm`` takes (``rm 5`` in a script must not delete a session)."""
+AMBIGUOUS_SHOWN = 10
+"""Candidates an ambiguous-prefix error lists."""
+
+
 @cli.command("rm")
 @click.argument("session", type=TEXT)
-@click.option("--yes", is_flag=True, help="Do not ask.")
+@click.option("--yes", is_flag=True, help="Do not ask (needed when stdin is not a terminal).")
 @pass_ctx
 @handle_errors
 def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
-    """Delete a session and all its entries."""
+    """Delete a session and all its entries. SESSION is its full id or a unique prefix of at least 8
+    characters; on a terminal it asks first, elsewhere it refuses without --yes.
+
+    \b
+    Example:
+      sessionstore rm 0194c2a1 --yes
+    """
     sid = ctx.session_id(session)
-    if not yes and sys.stdin.isatty():
+    if session != sid and len(session) < RM_PREFIX:
+        fail(f"rm takes the full session id or a prefix of at least {RM_PREFIX} characters"
+             f" ({render.safe_line(session)} would delete {sid})")
+    if not yes:
+        if not sys.stdin.isatty():
+            fail(f"not deleting {sid} without --yes (stdin is not a terminal to ask on)")
         click.confirm(f"delete session {sid}?", abort=True)
     ctx.store.delete_session(sid)
     say(f"deleted {sid}", err=True)
@@ -911,12 +930,40 @@ def _engine(ctx: Ctx) -> Iterator[Any]:
 @pass_ctx
 @handle_errors
 def upgrade(ctx: Ctx) -> None:
-    """Upgrade the schema to this version's head (the only way on PostgreSQL)."""
+    """Upgrade the schema to this version's head (the only way on PostgreSQL) and say which revisions
+    were applied."""
     from sessionstore.store import migrate
 
     with _engine(ctx) as engine:
+        before = migrate.database_revision(engine)
         revision = migrate.upgrade(engine)
-    say(f"schema at {revision}")
+    applied = migrate.applied_between(before, revision)
+    if before == revision:
+        say(f"schema at {revision}: already current")
+        return
+    if before is None:
+        say(f"created the schema at {revision}")
+        return
+    for step in applied:
+        say(f"applied {step.revision}: {step.title}")
+    say(f"schema at {revision} (was {before})")
+
+
+@db.command()
+@pass_ctx
+@handle_errors
+def history(ctx: Ctx) -> None:
+    """List the schema revisions this version knows, oldest first; '*' marks the database's (when it
+    has a schema)."""
+    from sessionstore.store import migrate
+
+    current = None
+    url = make_url(ctx.resolved_url)
+    if not (url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists()):
+        with _engine(ctx) as engine:
+            current = migrate.database_revision(engine)
+    for step in migrate.history():
+        say(f"{'*' if step.revision == current else ' '} {step.revision}  {step.title}")
 
 
 @db.command()

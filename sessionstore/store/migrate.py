@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +52,38 @@ def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """A schema revision: its id and the first line of its description."""
+
+    revision: str
+    title: str
+
+
+def history() -> list[Revision]:
+    """Every revision this version knows, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    scripts = list(ScriptDirectory.from_config(alembic_config()).walk_revisions())
+    return [Revision(str(s.revision), _title(s.doc or "")) for s in reversed(scripts)]
+
+
+def _title(doc: str) -> str:
+    """The first sentence of a revision's description, on one line, without reST markup."""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
+    sentence = paragraph.split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= 110 else sentence[:109].rstrip() + "…"
+
+
+def applied_between(before: str | None, after: str | None) -> list[Revision]:
+    """The revisions an upgrade from ``before`` (``None``: no schema) to ``after`` applied, in order."""
+    ids = [r.revision for r in history()]
+    if after not in ids:
+        return []
+    start = 0 if before is None or before not in ids else ids.index(before) + 1
+    return history()[start : ids.index(after) + 1]
 
 
 def known_revisions() -> set[str]:
