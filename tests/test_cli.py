@@ -276,3 +276,9 @@ def test_db_upgrade_says_what_it_applied_and_history_lists_the_revisions(run: An
     assert listed.exit_code == 0 and lines[0].startswith("  0001") and lines[-1].startswith(f"* {SCHEMA_REVISION}")
     fresh = CliRunner().invoke(cli, ["--db", f"sqlite:///{tmp_path / 'none.db'}", "db", "history"])
     assert fresh.exit_code == 0 and not (tmp_path / "none.db").exists() and "*" not in fresh.output
+
+
+@pytest.mark.parametrize("command", [[], ["search"], ["stats"], ["sync"], ["rm"], ["db", "history"], ["ls"]])
+def test_every_command_takes_dash_h(command: list[str]) -> None:
+    done = CliRunner().invoke(cli, [*command, "-h"])
+    assert done.exit_code == 0 and "Usage:" in done.output and "-h, --help" in done.output

@@ -361,6 +361,7 @@ def _expected(value: str | None) -> Any:
 
 @click.group(
     cls=SessionstoreGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},  # (inherited by every command)
     help=f"""Store, resume, branch and compact coding-agent sessions (pi-compatible JSONL).
 
 The database is --db URL, else ${ENV_URL}, else the SQLite file
