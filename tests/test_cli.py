@@ -282,3 +282,21 @@ def test_db_upgrade_says_what_it_applied_and_history_lists_the_revisions(run: An
 def test_every_command_takes_dash_h(command: list[str]) -> None:
     done = CliRunner().invoke(cli, [*command, "-h"])
     assert done.exit_code == 0 and "Usage:" in done.output and "-h, --help" in done.output
+
+
+def test_text_output_never_shows_pythons_none(run: Any, store: SessionStore) -> None:
+    """(Issue 14 item 3.) Missing values read as ``-`` (``model None/None`` and ``leaf None`` before)."""
+    empty = store.create_session(cwd="/w")
+    for args in (["context", empty], ["tree", empty], ["ls"], ["stats", empty]):
+        done = run(*args)
+        assert done.exit_code == 0 and "None" not in done.stdout, (args, done.stdout)
+    sid = store.create_session(cwd="/w")
+    first = store.append_message(sid, {"role": "user", "content": "hello", "timestamp": 1})
+    store.append_label(sid, first, "keep")
+    store.append_label(sid, first, None)
+    store.append_session_info(sid, "named")
+    store.append_session_info(sid, "")
+    store.append_message(sid, assistant("ok"))
+    for args in (["context", sid], ["tree", sid], ["ls"], ["stats", sid], ["search", "hello"]):
+        done = run(*args)
+        assert done.exit_code == 0 and "None" not in done.stdout, (args, done.stdout)

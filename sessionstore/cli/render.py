@@ -89,15 +89,21 @@ def _blocks(content: Any, limit: int | None) -> list[str]:
     return lines
 
 
+def shown(value: Any) -> str:
+    """A value in text output: ``-`` for one that is missing (never Python's ``None``)."""
+    return "-" if value is None else str(value)
+
+
 def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
     role = message.get("role")
     if role == "assistant":
-        head = f"assistant ({message.get('provider')}/{message.get('model')}, stop: {message.get('stopReason')})"
+        head = (f"assistant ({shown(message.get('provider'))}/{shown(message.get('model'))},"
+                f" stop: {shown(message.get('stopReason'))})")
         body = _blocks(message.get("content"), limit)
         if message.get("errorMessage"):
             body.append(f"error: {message['errorMessage']}")
     elif role == "toolResult":
-        head = f"toolResult {message.get('toolName')} [call {message.get('toolCallId')}]" + (
+        head = f"toolResult {shown(message.get('toolName'))} [call {shown(message.get('toolCallId'))}]" + (
             " (error)" if message.get("isError") else ""
         )
         body = _blocks(message.get("content"), limit)
@@ -117,17 +123,18 @@ def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
 
 
 def render_context(result: ContextResult, *, limit: int | None = 400) -> str:
-    model = result.model or {}
+    model = result.model
+    named = "-" if not model else f"{shown(model.get('provider'))}/{shown(model.get('modelId'))}"
     out = [
-        safe_line(f"session {result.session_id}  leaf {result.leaf_id}"),
-        safe_line(f"model {model.get('provider')}/{model.get('modelId')}  thinking {result.thinking_level}"),
+        safe_line(f"session {result.session_id}  leaf {shown(result.leaf_id)}"),
+        safe_line(f"model {named}  thinking {shown(result.thinking_level)}"),
         f"{len(result.messages)} messages, {len(result.llm)} sent to the model",
         "",
     ]
     for index, message in enumerate(result.messages):
         lines = message_lines(message, limit)
         entry = result.entry_ids[index] if index < len(result.entry_ids) else None
-        out.append(safe_line(f"[{index}] {lines[0]}  ({entry})"))
+        out.append(safe_line(f"[{index}] {lines[0]}  ({shown(entry)})"))
         out.extend(lines[1:])
     out.append("")
     out.append(render_diagnostics(result.diagnostics))
@@ -154,21 +161,23 @@ def describe_entry(entry: dict[str, Any]) -> str:
         text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
         return f"{role}: {text}" if text else str(role)
     if kind == "model_change":
-        return f"model → {entry.get('provider')}/{entry.get('modelId')}"
+        return f"model → {shown(entry.get('provider'))}/{shown(entry.get('modelId'))}"
     if kind == "thinking_level_change":
-        return f"thinking → {entry.get('thinkingLevel')}"
+        return f"thinking → {shown(entry.get('thinkingLevel'))}"
     if kind == "compaction":
-        return f"compaction (keeps from {entry.get('firstKeptEntryId')}, {entry.get('tokensBefore')} tokens before)"
+        return (f"compaction (keeps from {shown(entry.get('firstKeptEntryId'))},"
+                f" {shown(entry.get('tokensBefore'))} tokens before)")
     if kind == "branch_summary":
-        return f"branch summary (from {entry.get('fromId')}): {clip(str(entry.get('summary', '')), 60)}"
+        return f"branch summary (from {shown(entry.get('fromId'))}): {clip(str(entry.get('summary', '')), 60)}"
     if kind == "label":
-        return f"label {entry.get('targetId')} = {entry.get('label')!r}"
+        label, target = entry.get("label"), shown(entry.get("targetId"))
+        return f"label {target} cleared" if label is None else f"label {target} = {label!r}"
     if kind == "session_info":
-        return f"name = {entry.get('name')!r}"
+        return "name cleared" if entry.get("name") is None else f"name = {entry.get('name')!r}"
     if kind == "custom":
-        return f"custom {entry.get('customType')}"
+        return f"custom {shown(entry.get('customType'))}"
     if kind == "custom_message":
-        return f"custom message {entry.get('customType')}"
+        return f"custom message {shown(entry.get('customType'))}"
     return str(kind)
 
 
