@@ -33,7 +33,8 @@ def run(db_url: str) -> object:
 def test_import_prints_the_session_id_and_json_gives_counts(run) -> None:  # type: ignore[no-untyped-def]
     assert run("import", str(PI_FILES["large-session"])).stdout.strip() == "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"
     data = json.loads(run("import", "--json", str(PI_FILES["before-compaction"])).stdout)
-    assert data == {"sessionId": COMPACTED_ID, "entries": 1002, "skipped": [], "leafId": "000003ea", "diagnostics": []}
+    assert data == [{"file": str(PI_FILES["before-compaction"]), "status": "imported", "sessionId": COMPACTED_ID,
+                     "entries": 1002, "skipped": [], "leafId": "000003ea", "diagnostics": []}]
 
 
 def test_importing_the_same_session_twice_is_an_error_unless_replaced(run) -> None:  # type: ignore[no-untyped-def]
@@ -300,3 +301,30 @@ def test_text_output_never_shows_pythons_none(run: Any, store: SessionStore) -> 
     for args in (["context", sid], ["tree", sid], ["ls"], ["stats", sid], ["search", "hello"]):
         done = run(*args)
         assert done.exit_code == 0 and "None" not in done.stdout, (args, done.stdout)
+
+
+def test_import_takes_directories_and_globs_goes_on_after_a_bad_file_and_sums_up(
+    run: Any, store: SessionStore, tmp_path: Path
+) -> None:
+    """(Issue 14 item 5.) One JSON shape for any number of files; --skip-existing; a summary."""
+    tree = tmp_path / "sessions" / "--w--"
+    tree.mkdir(parents=True)
+    for source in (FIXTURES / "valid" / "tree-v3.jsonl", FIXTURES / "legacy" / "compaction-v1.jsonl"):
+        (tree / source.name).write_bytes(source.read_bytes())
+    (tree / "a-bad.jsonl").write_text('{"type":"session","id":"bad","timestamp":"t","cwd":"/"}\n{"type":\n')
+    good = sorted(p for p in tree.glob("*.jsonl") if p.name != "a-bad.jsonl")
+    assert len(good) == 2
+    done = run("import", str(tmp_path / "sessions"), "--json")
+    assert done.exit_code == 2
+    outcomes = json.loads(done.stdout)
+    assert [o["status"] for o in outcomes] == ["failed"] + ["imported"] * len(good)
+    assert outcomes[0]["error"].startswith(f"{tree / 'a-bad.jsonl'}:2:")
+    assert f"{len(good)} imported, 0 already in the database, 1 failed" in done.stderr
+    again = run("import", str(tree / "[ct]*.jsonl"), "--skip-existing", "--nl")
+    assert again.exit_code == 0, again.stderr
+    lines = [json.loads(line) for line in again.stdout.splitlines()]
+    assert [o["status"] for o in lines] == ["exists"] * len(good)
+    assert {o["sessionId"] for o in lines} == {s.id for s in store.list_sessions()}
+    clash = run("import", str(good[0]))
+    assert clash.exit_code == 2 and "already exists" in clash.stderr
+    assert run("import", str(tmp_path / "none*.jsonl")).exit_code == 2

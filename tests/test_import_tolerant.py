@@ -98,7 +98,7 @@ def test_every_command_reads_a_tolerant_file_after_its_import(db_url: str, path:
         assert result.exit_code in (0, 1), (args, result.stderr)
         return result.stdout
 
-    session_id = json.loads(run("import", "--json", str(path)))["sessionId"]
+    session_id = json.loads(run("import", "--json", str(path)))[0]["sessionId"]
     prefix = session_id[:6]
     for args in (["context", "--json"], ["context"], ["context", "--provider-safe", "--json"], ["tree", "--json"],
                  ["tree"], ["validate"], ["validate", "--json"], ["export"]):

@@ -23,7 +23,15 @@ from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.cli import render
-from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError, SessionStoreError, StoreError
+from sessionstore.errors import (
+    BackendUnavailableError,
+    InvalidInputError,
+    SchemaError,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionStoreError,
+    StoreError,
+)
 from sessionstore.models import js
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
@@ -382,20 +390,80 @@ def cli(context: click.Context, url: str | None, durability: str) -> None:
 
 # -- import / export / read -------------------------------------------------------------------
 @cli.command("import")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--lenient", is_flag=True, help="Skip bad lines (and entries below them) and report them.")
 @click.option("--replace", is_flag=True, help="Replace a session with the same id (in the same transaction).")
+@click.option("--skip-existing", is_flag=True, help="Leave a session that is already in the database as it is.")
 @click.option("--silent", is_flag=True, help="No progress bar.")
 @json_option
+@click.option("--nl", "as_lines", is_flag=True, help="Print one JSON object per file, a line each.")
 @pass_ctx
 @handle_errors
-def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, silent: bool, as_json: bool) -> None:
+def import_cmd(ctx: Ctx, paths: tuple[str, ...], lenient: bool, replace: bool, skip_existing: bool, silent: bool,
+               as_json: bool, as_lines: bool) -> None:
     """Import pi session files (JSONL v1-v3); print each new session id.
 
-    Each file is imported in one transaction: a file with a bad line leaves nothing behind."""
-    results = []
+    PATH is a file, a directory (its *.jsonl files, recursively, in name order), a glob ('*.jsonl',
+    '**/*.jsonl') or - for stdin. Each file is imported in one transaction: a file with a bad line leaves
+    nothing behind, is reported, and the others are still imported. With more than one file a summary
+    ends the run; the exit status is 2 when any file failed.
+
+    \b
+    Examples:
+      sessionstore import ~/.pi/agent/sessions --skip-existing
+      sessionstore import 'exports/*.jsonl' --json
+    """
+    if replace and skip_existing:
+        fail("--replace and --skip-existing contradict each other")
+    files = _import_files(paths)
+    outcomes: list[dict[str, Any]] = []
     for name in files:
-        source: Any = sys.stdin.buffer if name == "-" else name
+        outcome = _import_one(ctx, name, lenient=lenient, replace=replace, skip_existing=skip_existing,
+                              silent=silent, quiet=as_json or as_lines)
+        outcomes.append(outcome)
+        if as_lines:
+            _write(js_dumpb(outcome) + b"\n")
+    if as_json:
+        emit_json(outcomes)
+    counts = {status: sum(1 for o in outcomes if o["status"] == status) for status in ("imported", "exists", "failed")}
+    if len(outcomes) > 1:
+        say(f"{counts['imported']} imported, {counts['exists']} already in the database, {counts['failed']} failed",
+            err=True)
+    if counts["failed"]:
+        ctx_exit(2)
+
+
+def ctx_exit(code: int) -> NoReturn:
+    """Leave with ``code`` after the command's own output (the store is closed by the group)."""
+    raise click.exceptions.Exit(code)
+
+
+def _import_files(paths: tuple[str, ...]) -> list[str]:
+    """The files ``import`` reads for ``paths``: a directory's ``*.jsonl`` files (recursively), a glob's
+    matches, else the path itself (a missing one fails as the import of that file)."""
+    import glob
+
+    files: list[str] = []
+    for given in paths:
+        if given == "-":
+            files.append(given)
+        elif os.path.isdir(given):
+            files += sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+        elif glob.has_magic(given) and not os.path.exists(given):
+            matches = sorted(m for m in glob.glob(os.path.expanduser(given), recursive=True) if os.path.isfile(m))
+            if not matches:
+                fail(f"{render.safe_line(given)}: no file matches")
+            files += matches
+        else:
+            files.append(given)
+    return list(dict.fromkeys(files))
+
+
+def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_existing: bool, silent: bool,
+                quiet: bool) -> dict[str, Any]:
+    """Import one file; a problem of that file is reported and returned, one of the database raised."""
+    source: Any = sys.stdin.buffer if name == "-" else name
+    try:
         size = 0 if name == "-" else Path(name).stat().st_size
         if silent or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
             result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace)
@@ -408,14 +476,26 @@ def import_cmd(ctx: Ctx, files: tuple[str, ...], lenient: bool, replace: bool, s
                     done[0] = read
 
                 result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
-        results.append(result)
-        if not as_json:
-            say(result.session_id)
-            for skipped in result.skipped:
-                say(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
-    if as_json:
-        payload = [r.to_json() for r in results]
-        emit_json(payload[0] if len(payload) == 1 else payload)
+    except SessionExistsError as exc:
+        if skip_existing:
+            return {"file": name, "status": "exists", "sessionId": exc.session_id}
+        return _import_failed(name, exc)
+    except (StoreError, SchemaError, BackendUnavailableError, DatabaseProblem):
+        raise  # the database, not this file: nothing else can be imported either
+    except (SessionStoreError, OSError) as exc:
+        return _import_failed(name, exc)
+    if not quiet:
+        say(result.session_id)
+    for skipped in result.skipped:
+        say(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
+    return {"file": name, "status": "imported", **result.to_json()}
+
+
+def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
+    line, _code = describe(exc)
+    message = line if line.startswith(name) else f"{name}: {line}"
+    say(f"error: {one_line(message)}", err=True)
+    return {"file": name, "status": "failed", "error": message}
 
 
 @cli.command()
