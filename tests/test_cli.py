@@ -328,3 +328,44 @@ def test_import_takes_directories_and_globs_goes_on_after_a_bad_file_and_sums_up
     clash = run("import", str(good[0]))
     assert clash.exit_code == 2 and "already exists" in clash.stderr
     assert run("import", str(tmp_path / "none*.jsonl")).exit_code == 2
+
+
+def test_append_writes_messages_from_options_with_their_timestamps(
+    run: Any, store: SessionStore, tmp_path: Path
+) -> None:
+    """(Issue 14 item 4.) --user, --assistant, --custom and --bash need no hand-written JSON."""
+    sid = store.create_session(cwd="/w")
+    log = tmp_path / "test.log"
+    log.write_bytes(b"1 failed\n")
+    for args in (["--user", "Fix the failing test"], ["--bash", "make test", "--output", str(log), "--exit-code", "1"],
+                 ["--assistant", "Fixed.", "--model", "anthropic/claude-x"], ["--custom", "note", "--text", "ok"]):
+        done = run("append", sid, *args)
+        assert done.exit_code == 0, done.stderr
+    done = run("append", sid, input='{"role": "user", "content": "no timestamp"}')
+    assert done.exit_code == 0, done.stderr
+    messages = [e["message"] for e in store.entries(sid) if e["type"] == "message"]
+    assert [m["role"] for m in messages] == ["user", "bashExecution", "assistant", "user"]
+    assert all(isinstance(m["timestamp"], int) and m["timestamp"] > 1_700_000_000_000 for m in messages)
+    assert messages[1]["output"] == "1 failed\n" and messages[1]["exitCode"] == 1
+    assert (messages[2]["provider"], messages[2]["model"]) == ("anthropic", "claude-x")
+    custom = [e for e in store.entries(sid) if e["type"] == "custom_message"]
+    assert [(c["customType"], c["content"]) for c in custom] == [("note", "ok")]
+    for bad in (["--user", "a", "--bash", "b"], ["--custom", "note"], ["--exit-code", "1", "--user", "x"],
+                ["--assistant", "x", "--model", "nomodel"], ["--user", "x", "--type", "label"]):
+        refused = run("append", sid, *bad)
+        assert refused.exit_code == 2 and "Traceback" not in refused.output, bad
+
+
+def test_compact_reads_its_summary_from_a_file_or_stdin(run: Any, store: SessionStore, tmp_path: Path) -> None:
+    sid = store.create_session(cwd="/w")
+    for i in range(4):
+        store.append_message(sid, {"role": "user", "content": f"m{i}", "timestamp": 1})
+    summary = tmp_path / "summary.md"
+    summary.write_text("We did four things.\n")
+    done = run("compact", sid, "--summary-file", str(summary), "--keep-recent-tokens", "0")
+    assert done.exit_code == 0, done.stderr
+    assert store.entries(sid)[-1]["summary"] == "We did four things."
+    store.append_message(sid, {"role": "user", "content": "m4", "timestamp": 1})
+    piped = run("compact", sid, "--summary-file", "-", "--keep-recent-tokens", "0", input="Again.")
+    assert piped.exit_code == 0 and store.entries(sid)[-1]["summary"] == "Again."
+    assert run("compact", sid, "--summary", "x", "--summary-file", str(summary)).exit_code == 2

@@ -33,6 +33,7 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models import js
+from sessionstore.models.messages import now_ms
 from sessionstore.store.engine import ENV_URL, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
@@ -706,6 +707,39 @@ def new(ctx: Ctx, cwd: str | None, session_id: str | None, as_json: bool) -> Non
     emit_json({"sessionId": sid}) if as_json else say(sid)
 
 
+def _shortcut_message(user_text: str | None, assistant_text: str | None, model_name: str, custom_type: str | None,
+                      custom_text: str | None, bash_command: str | None, bash_output: Any,
+                      exit_code: int | None) -> dict[str, Any] | None:
+    """The message ``append``'s options write (``None`` without any); one of them at a time."""
+    given = [name for name, value in (("--user", user_text), ("--assistant", assistant_text),
+                                      ("--custom", custom_type), ("--bash", bash_command)) if value is not None]
+    if len(given) > 1:
+        fail(f"give one of {', '.join(given)}")
+    if (custom_text is not None) != (custom_type is not None):
+        fail("--custom TYPE and --text TEXT go together")
+    if (bash_output is not None or exit_code is not None) and bash_command is None:
+        fail("--output and --exit-code go with --bash")
+    now = now_ms()
+    if user_text is not None:
+        return {"role": "user", "content": user_text, "timestamp": now}
+    if assistant_text is not None:
+        provider, slash, model = model_name.partition("/")
+        if not slash or not provider or not model:
+            fail(f"--model: expected PROVIDER/ID, got {render.safe_line(model_name)}")
+        zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+        return {"role": "assistant", "content": [{"type": "text", "text": assistant_text}], "api": "manual",
+                "provider": provider, "model": model, "usage": zero, "stopReason": "stop", "timestamp": now}
+    if custom_type is not None:
+        return {"role": "custom", "customType": custom_type, "content": custom_text}
+    if bash_command is not None:
+        raw = bash_output.read() if bash_output is not None else b""
+        output = raw.decode("utf-8", "replace")
+        return {"role": "bashExecution", "command": bash_command, "output": output,
+                "exitCode": exit_code, "cancelled": False, "truncated": False, "timestamp": now}
+    return None
+
+
 def read_json_object(raw: bytes) -> dict[str, Any]:
     """The JSON object in ``raw`` (UTF-8), or one line saying why there is none."""
     try:
@@ -736,16 +770,54 @@ APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "c
 @click.argument("source", default="-", type=click.File("rb"))
 @click.option("--type", "kind", type=click.Choice(APPEND_TYPES), default="message", show_default=True,
               help="Entry type; for 'message' the JSON is the message itself.")
+@click.option("--user", "user_text", metavar="TEXT", default=None, type=TEXT, help="Append a user message.")
+@click.option("--assistant", "assistant_text", metavar="TEXT", default=None, type=TEXT,
+              help="Append an assistant message (of --model).")
+@click.option("--model", "model_name", metavar="PROVIDER/ID", default="manual/manual", show_default=True, type=TEXT,
+              help="With --assistant: the provider and model it is from.")
+@click.option("--custom", "custom_type", metavar="TYPE", default=None, type=TEXT,
+              help="Append a custom message of TYPE whose content is --text.")
+@click.option("--text", "custom_text", metavar="TEXT", default=None, type=TEXT, help="With --custom: its content.")
+@click.option("--bash", "bash_command", metavar="CMD", default=None, type=TEXT,
+              help="Append a bash run of CMD (with --output FILE and --exit-code N).")
+@click.option("--output", "bash_output", metavar="FILE", default=None, type=click.File("rb"),
+              help="With --bash: the file holding its output (- for stdin).")
+@click.option("--exit-code", "exit_code", metavar="N", default=None, type=int, help="With --bash: its exit code.")
 @expected_leaf_option
 @json_option
 @pass_ctx
 @handle_errors
-def append(ctx: Ctx, session: str, source: Any, kind: str, expected_leaf: str | None, as_json: bool) -> None:
-    """Append an entry read as JSON from SOURCE (a file, or stdin by default); print its id."""
-    data = read_json_object(source.read())
+def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None, assistant_text: str | None,
+           model_name: str, custom_type: str | None, custom_text: str | None, bash_command: str | None,
+           bash_output: Any, exit_code: int | None, expected_leaf: str | None, as_json: bool) -> None:
+    """Append an entry read as JSON from SOURCE (a file, or stdin by default), or written from the
+    options; print its id. Timestamps are filled in (a message's JSON without one gets the time now).
+
+    \b
+    Examples:
+      sessionstore append 0194c2a1 --user 'Fix the failing test'
+      sessionstore append 0194c2a1 --bash 'make test' --output test.log --exit-code 1
+      echo '{"role": "user", "content": "hi"}' | sessionstore append 0194c2a1
+      echo '{"customType": "note", "data": {"k": 1}}' | sessionstore append 0194c2a1 --type custom
+    """
+    shortcut = _shortcut_message(user_text, assistant_text, model_name, custom_type, custom_text, bash_command,
+                                 bash_output, exit_code)
+    if shortcut is not None and kind != "message":
+        fail("--user, --assistant, --custom and --bash append messages: leave out --type")
+    if shortcut is None:
+        if getattr(source, "name", None) == "<stdin>" and sys.stdin.isatty():
+            say("reading the entry's JSON from the terminal; end it with Ctrl-D (or use --user TEXT)", err=True)
+        data = read_json_object(source.read())
+    else:
+        data = shortcut
     sid = ctx.session_id(session)
     store = ctx.store
-    if kind == "message":
+    if shortcut is not None and shortcut.get("role") == "custom":
+        entry_id = store.append_custom_message(sid, str(data["customType"]), data["content"],
+                                               expected_leaf=_expected(expected_leaf))
+    elif kind == "message":
+        if "timestamp" not in data:
+            data = {**data, "timestamp": now_ms()}
         entry_id = store.append_message(sid, data, expected_leaf=_expected(expected_leaf))
     elif kind == "compaction":
         entry_id = store.compact(
@@ -894,6 +966,8 @@ def name(ctx: Ctx, session: str, text: str) -> None:
 @cli.command()
 @click.argument("session", type=TEXT)
 @click.option("--summary", default=None, type=TEXT, help="The summary of what is compacted away.")
+@click.option("--summary-file", default=None, type=click.File("rb"), metavar="FILE",
+              help="Read the summary from FILE (- for stdin).")
 @click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=20000, show_default=True)
 @click.option("--first-kept", metavar="ENTRY_ID", default=None, type=TEXT,
               help="Keep from this entry (default: planned).")
@@ -901,8 +975,8 @@ def name(ctx: Ctx, session: str, text: str) -> None:
 @json_option
 @pass_ctx
 @handle_errors
-def compact(ctx: Ctx, session: str, summary: str | None, keep_recent_tokens: int, first_kept: str | None,
-            plan_only: bool, as_json: bool) -> None:
+def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep_recent_tokens: int,
+            first_kept: str | None, plan_only: bool, as_json: bool) -> None:
     """Compact the history before a cut that keeps about --keep-recent-tokens."""
     sid = ctx.session_id(session)
     if plan_only:
@@ -922,8 +996,18 @@ def compact(ctx: Ctx, session: str, summary: str | None, keep_recent_tokens: int
             lines = render.message_lines(message, 120)
             say(f"  {lines[0]}: {' '.join(line.strip() for line in lines[1:2])}")
         return
+    if summary is not None and summary_file is not None:
+        fail("give --summary or --summary-file, not both")
+    if summary_file is not None:
+        raw = summary_file.read()
+        try:
+            summary = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            fail(f"--summary-file: not UTF-8 text (byte {exc.start})")
+        if not summary:
+            fail("--summary-file: the summary is empty")
     if summary is None:
-        fail("--summary TEXT is required (or use --plan)")
+        fail("--summary TEXT or --summary-file FILE is required (or use --plan)")
         return
     entry_id = ctx.store.compact(sid, summary=summary, first_kept_entry_id=first_kept,
                                  keep_recent_tokens=keep_recent_tokens)
