@@ -369,3 +369,23 @@ def test_compact_reads_its_summary_from_a_file_or_stdin(run: Any, store: Session
     piped = run("compact", sid, "--summary-file", "-", "--keep-recent-tokens", "0", input="Again.")
     assert piped.exit_code == 0 and store.entries(sid)[-1]["summary"] == "Again."
     assert run("compact", sid, "--summary", "x", "--summary-file", str(summary)).exit_code == 2
+
+
+def test_tree_draws_forks_folds_long_runs_and_colours_only_a_terminal(run: Any, store: SessionStore) -> None:
+    """(Issue 14 item 3.) A chain and a sibling no longer look the same."""
+    from sessionstore.cli.render import render_tree
+
+    sid = store.create_session(cwd="/w")
+    ids = [store.append_message(sid, {"role": "user", "content": f"m{i}", "timestamp": 1}) for i in range(12)]
+    store.append_label(sid, ids[0], "start")
+    store.branch(sid, ids[0])
+    side = store.append_message(sid, {"role": "user", "content": "side", "timestamp": 1})
+    lines = run("tree", sid).stdout.splitlines()
+    assert lines[0] == f"* {ids[0]} [start] user: m0"
+    assert lines[1].startswith(f"  ├─ {ids[1]} ") and any(line.startswith("  │  ⋮ ") for line in lines)
+    assert lines[-2] == f"* └─ {side} user: side" and lines[-1] == "(* = on the active path)"
+    full = run("tree", "--full", sid).stdout.splitlines()
+    assert len(full) == len(store.entries(sid)) + 1 and not any("⋮" in line for line in full)
+    assert "\x1b" not in run("tree", sid).stdout  # not a terminal: no colour
+    coloured = render_tree(store.tree(sid), color=True)
+    assert "\x1b[1;32m*\x1b[0m" in coloured and coloured.count("\x1b[1;32m") == 2

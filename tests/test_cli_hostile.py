@@ -480,7 +480,7 @@ def test_the_tree_of_real_sessions_prints_as_text_and_json(run: Run) -> None:
     for path in PI_FILES.values():
         sid = run("import", str(path)).stdout.strip()
         entries = next(i["entries"] for i in json.loads(run("ls", "--json").stdout) if i["id"] == sid)
-        text = run("tree", sid)
+        text = run("tree", "--full", sid)
         assert text.exit_code == 0 and len(text.stdout.splitlines()) == entries + 1
         tree = run("tree", "--json", sid)
         assert tree.exit_code == 0 and tree.stdout.count('"onActivePath": ') == entries

@@ -69,15 +69,17 @@ def _write(data: bytes, *, err: bool = False) -> None:
     stream.flush()
 
 
-def say(text: str = "", *, err: bool = False) -> None:
-    """A line for people: terminal controls and lone surrogates escaped (see ``render.safe_text``),
-    characters the stream's encoding lacks written as backslash escapes, never an encoding error."""
+def say(text: str = "", *, err: bool = False, escaped: bool = False) -> None:
+    """A line for people: terminal controls and lone surrogates escaped (see ``render.safe_text``;
+    ``escaped``: the text was escaped already, and its own colour codes stay), characters the stream's
+    encoding lacks written as backslash escapes, never an encoding error."""
     stream = sys.stderr if err else sys.stdout
     encoding = getattr(stream, "encoding", None) or "utf-8"
+    shown = text if escaped else render.safe_text(text)
     try:
-        data = (render.safe_text(text) + "\n").encode(encoding, "backslashreplace")
+        data = (shown + "\n").encode(encoding, "backslashreplace")
     except LookupError:  # an encoding Python does not know
-        data = (render.safe_text(text) + "\n").encode("utf-8", "backslashreplace")
+        data = (shown + "\n").encode("utf-8", "backslashreplace")
     _write(data, err=err)
 
 
@@ -668,16 +670,20 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, as_j
 
 @cli.command()
 @click.argument("session", type=TEXT)
+@click.option("--full", is_flag=True, help="Show every entry (long linear runs are folded otherwise).")
 @json_option
 @pass_ctx
 @handle_errors
-def tree(ctx: Ctx, session: str, as_json: bool) -> None:
-    """Show the entry tree with labels; * marks the active path."""
+def tree(ctx: Ctx, session: str, full: bool, as_json: bool) -> None:
+    """Show the entry tree: * marks the active path, ├─ └─ the branches of a fork, [labels]; runs of
+    more than 8 entries without a fork are folded (--full shows them). Colour on a terminal only
+    (NO_COLOR turns it off)."""
     roots = ctx.store.tree(ctx.session_id(session))
     if as_json:
         emit_json([r.to_json() for r in roots])
     else:
-        say(render.render_tree(roots))
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        say(render.render_tree(roots, full=full, color=color), escaped=True)
 
 
 @cli.command()

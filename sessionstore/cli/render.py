@@ -181,20 +181,63 @@ def describe_entry(entry: dict[str, Any]) -> str:
     return str(kind)
 
 
-def render_tree(roots: Iterable[TreeNode]) -> str:
+FOLD_AT = 8
+"""A run of more entries than this, each the only child of the one before (none labelled, all on the
+active path or all off it), is folded to its first and last :data:`FOLD_KEEP` (``tree --full`` shows all)."""
+FOLD_KEEP = 2
+ACTIVE_STYLE = "\x1b[1;32m"
+RESET_STYLE = "\x1b[0m"
+
+
+def render_tree(roots: Iterable[TreeNode], *, full: bool = False, color: bool = False) -> str:
+    """The tree, one line per entry: ``*`` marks the active path, ``├─``/``└─`` start the branches of a
+    fork (a chain of single children stays at one indent, ``│`` continues a branch that has a sibling
+    below), labels in brackets; long linear runs are folded unless ``full``. ``color``: the active path
+    in bold green (for a terminal). Entry text is escaped here: the result may be written as it is."""
     lines: list[str] = []
-    stack: list[tuple[TreeNode, int]] = [(node, 0) for node in reversed(list(roots))]
+    # (node, prefix of its line, prefix of the lines below it), depth first with an explicit stack
+    stack: list[tuple[TreeNode, str, str]] = [(node, "", "") for node in reversed(list(roots))]
     while stack:
-        node, depth = stack.pop()
-        mark = "*" if node.on_active_path else " "
-        label = f" [{node.label}]" if node.label else ""
-        lines.append(safe_line(f"{mark} {'  ' * depth}{node.entry.get('id')}{label} {describe_entry(node.entry)}"))
-        # a chain of single children stays at one indent; a fork indents its branches
-        step = 0 if len(node.children) == 1 else 1
-        for child in reversed(node.children):
-            stack.append((child, depth + step))
+        node, first, rest = stack.pop()
+        run = [node]
+        while not full and _continues(run[-1]):
+            run.append(run[-1].children[0])
+        shown: list[TreeNode | int] = [*run[:FOLD_KEEP], len(run) - 2 * FOLD_KEEP, *run[-FOLD_KEEP:]] \
+            if len(run) > FOLD_AT else list(run)
+        for i, item in enumerate(shown):
+            prefix = first if i == 0 else rest
+            if isinstance(item, int):
+                lines.append(_tree_line(run[FOLD_KEEP].on_active_path, prefix, f"⋮ {item} more entries", color))
+            else:
+                label = f" [{item.label}]" if item.label else ""
+                text = safe_line(f"{item.entry.get('id')}{label} {describe_entry(item.entry)}")
+                lines.append(_tree_line(item.on_active_path, prefix, text, color))
+        children = run[-1].children
+        for index in range(len(children) - 1, -1, -1):
+            if len(children) == 1:
+                stack.append((children[index], rest, rest))
+            elif index == len(children) - 1:
+                stack.append((children[index], rest + "└─ ", rest + "   "))
+            else:
+                stack.append((children[index], rest + "├─ ", rest + "│  "))
     lines.append("(* = on the active path)")
     return "\n".join(lines)
+
+
+def _continues(node: TreeNode) -> bool:
+    """Whether a foldable run goes on past ``node``: its only child, unlabelled as it is, on the same side
+    of the active path (the leaf, a label and a fork end a run)."""
+    if len(node.children) != 1 or node.label is not None:
+        return False
+    child = node.children[0]
+    return child.label is None and child.on_active_path == node.on_active_path
+
+
+def _tree_line(active: bool, prefix: str, text: str, color: bool) -> str:
+    mark = "*" if active else " "
+    if color and active:
+        mark = f"{ACTIVE_STYLE}*{RESET_STYLE}"
+    return f"{mark} {prefix}{text}"
 
 
 def ms_to_iso(ms: int | None) -> str:
