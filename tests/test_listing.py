@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
+from sessionstore.models import js
 from sessionstore.models.rules import resolve_path
 from tests.builders import user
 
@@ -98,7 +99,7 @@ def test_ls_takes_cwd_since_and_limit(sqlite_url: str) -> None:
                                  "2025-01-01T00:00:01Z", "--limit", "1"])
     assert listed.exit_code == 0, listed.output
     rows = json.loads(listed.stdout)
-    assert [(r["id"], r["modified"], r["messageCount"]) for r in rows] == [("s2", T0 + 2_000, 1)]
+    assert [(r["id"], r["modified"], r["messageCount"]) for r in rows] == [("s2", js.iso_string(T0 + 2_000), 1)]
     bad = runner.invoke(cli, ["--db", sqlite_url, "ls", "--since", "yesterday-ish"])
     assert bad.exit_code == 2 and bad.stderr.startswith("error: --since: not a date")
 

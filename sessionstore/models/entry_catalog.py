@@ -95,24 +95,7 @@ def tool_calls_of(message: Mapping[str, Any]) -> int:
 def day_of(entry: Mapping[str, Any]) -> str:
     """The UTC day (``YYYY-MM-DD``) of an entry's ``timestamp``; ``""`` when it is not a date."""
     ms = js.date_ms(entry.get("timestamp", js.MISSING))
-    if ms is None:
-        return ""
-    days, _ = divmod(ms, 86_400_000)
-    return _civil(days)
-
-
-def _civil(days: int) -> str:
-    """The proleptic Gregorian date ``days`` after 1970-01-01 (Howard Hinnant's ``civil_from_days``)."""
-    z = days + 719_468
-    era = z // 146_097  # (Python's // floors: no adjustment for negative days, unlike C's division)
-    doe = z - era * 146_097
-    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    year = yoe + era * 400 + (1 if month <= 2 else 0)
-    return f"{year:04d}-{month:02d}-{day:02d}" if 0 <= year <= 9999 else f"{year:+07d}-{month:02d}-{day:02d}"
+    return "" if ms is None else js.iso_string(ms)[: -len("T00:00:00.000Z")]
 
 
 class SearchTexts(NamedTuple):

@@ -180,6 +180,27 @@ _ISO_DATE = re.compile(
 _SLASH_DATE = re.compile(r"(\d{1,4})/(\d{1,2})/(\d{1,4})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2}))?)?", re.ASCII)
 
 
+def iso_string(ms: int) -> str:
+    """``new Date(ms).toISOString()`` for a valid time (years outside 0000-9999 as ``+YYYYYY``/``-YYYYYY``)."""
+    days, in_day = divmod(ms, 86_400_000)
+    seconds, millis = divmod(in_day, 1000)
+    return f"{_civil(days)}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{millis:03d}Z"
+
+
+def _civil(days: int) -> str:
+    """The proleptic Gregorian date ``days`` after 1970-01-01 (Howard Hinnant's ``civil_from_days``)."""
+    z = days + 719_468
+    era = z // 146_097  # (Python's // floors: no adjustment for negative days, unlike C's division)
+    doe = z - era * 146_097
+    yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    return f"{year:04d}-{month:02d}-{day:02d}" if 0 <= year <= 9999 else f"{year:+07d}-{month:02d}-{day:02d}"
+
+
 def _days_from_civil(year: int, month: int, day: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date (any year; ``day`` may run past the month)."""
     y = year - (month <= 2)

@@ -64,7 +64,7 @@ class SessionInfo:
             "cwd": self.cwd,
             "name": self.name,
             "created": self.created,
-            "modified": self.modified_ms,
+            "modified": None if self.modified_ms is None else js.iso_string(self.modified_ms),
             "parentSession": self.parent_session,
             "leafId": self.leaf_id,
             "entries": self.entry_count,
