@@ -115,3 +115,23 @@ def entry_store(store: SessionStore, db_url: str) -> Iterator[EntryStore]:
     """The layer below ``SessionStore`` on the store's database, for tests of its own operations."""
     with EntryStore(db_url) as opened:
         yield opened
+
+
+@pytest.fixture
+def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
+    """An empty database (SQLite file or a new PostgreSQL database) without any schema, for tests that
+    build a database at an older revision."""
+    if backend == "sqlite":
+        made = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+        yield made
+        made.dispose()
+        return
+    name = f"sessionstore_empty_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    made = make_engine(_database_url(name))
+    yield made
+    made.dispose()
+    drop_pg_database(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,25 +31,6 @@ EARLIER = ["0001", "0002", "0003", "0004", "0005"]
 
 
 # -- databases ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
-    """An empty database (SQLite file or a new PostgreSQL database) without any schema."""
-    if backend == "sqlite":
-        made = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-        yield made
-        made.dispose()
-        return
-    name = f"sessionstore_mig_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    made = make_engine(_database_url(name))
-    yield made
-    made.dispose()
-    drop_pg_database(name)
 
 
 # -- sessions as pi wrote them, and the facts each row carried -----------------------------------

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 
 from sessionstore.api import SessionStore
 from sessionstore.catalog.stats import (
@@ -36,10 +34,8 @@ from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models.entry_catalog import usage_of
 from sessionstore.store import migrate
-from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import SCHEMA_REVISION
 from tests.builders import TS, TS_MS, assistant, entry, msg, result, user
-from tests.conftest import _admin_url, _database_url, drop_pg_database
 from tests.paths import PI_FILES
 
 Json = dict[str, Any]
@@ -333,25 +329,6 @@ def test_cli_stats_names_an_ambiguous_prefix(run: Any, store: SessionStore) -> N
 
 
 # -- a database written at revision 0007 ----------------------------------------------------------------
-
-
-@pytest.fixture
-def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
-    """An empty database without any schema."""
-    if backend == "sqlite":
-        made = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-        yield made
-        made.dispose()
-        return
-    name = f"sessionstore_stats_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    made = make_engine(_database_url(name))
-    yield made
-    made.dispose()
-    drop_pg_database(name)
 
 
 def test_a_database_written_at_0007_gets_its_stats_from_the_upgrade(engine: Engine) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from sessionstore.catalog.js_regex import JsRegex
@@ -236,6 +237,7 @@ def _hits(tx: Tx, index: _MessageIndex, parsed: ParsedQuery, keys: Sequence[int]
     return found
 
 
+@lru_cache(maxsize=256)
 def _needle_pattern(needle: str) -> re.Pattern[str]:
     """``needle`` (folded) found case-insensitively in raw text, any whitespace run for a space."""
     spaces = f"[{re.escape(JS_WHITESPACE)}]+"
