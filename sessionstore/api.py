@@ -14,15 +14,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
-from pydantic import ValidationError
-
-from sessionstore.catalog import stats as catalog_stats
-from sessionstore.catalog.search import HITS_PER_SESSION, SearchResult, SortOrder, search_sessions
-from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport
-from sessionstore.catalog.sync import DEFAULT_INTERVAL, SyncResult, sync_directory, watch
-from sessionstore.catalog.sync import Progress as SyncProgress
+from sessionstore.catalog.defaults import DEFAULT_INTERVAL, HITS_PER_SESSION
 from sessionstore.context import build_session_context, project
 from sessionstore.context.build import model_of
 from sessionstore.context.compaction import (
@@ -35,11 +29,9 @@ from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models import js
-from sessionstore.models.adapters import message_models
-from sessionstore.models.content import WireModel
-from sessionstore.models.entries import CompactionEntry, new_entry_id
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
-from sessionstore.models.messages import BUILTIN_ROLES, known_roles, parse_agent_message
+from sessionstore.models.ids import new_entry_id
+from sessionstore.models.roles import BUILTIN_ROLES, known_roles
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
@@ -47,7 +39,16 @@ from sessionstore.store.entry_store import AppendView, EntryStore, new_header
 from sessionstore.store.records import UNSET, ImportResult, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic, validate_transcript
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
-from sessionstore.wire.jsonl import format_validation_error
+
+if TYPE_CHECKING:
+    # (the pydantic models are imported where a message or an entry is checked, the search and stats
+    # modules where they run: reading a session needs neither)
+    from sessionstore.catalog.defaults import SortOrder
+    from sessionstore.catalog.search import SearchResult
+    from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport
+    from sessionstore.catalog.sync import Progress as SyncProgress
+    from sessionstore.catalog.sync import SyncResult
+    from sessionstore.models.content import WireModel
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -78,6 +79,8 @@ class ContextResult:
     def message_models(self) -> list[WireModel]:
         """The context's messages as the pydantic models (``AgentMessagesAdapter``): a message of a role
         nobody registered is an ``UnknownMessage`` keeping every field."""
+        from sessionstore.models.adapters import message_models
+
         return message_models(self.messages)
 
     def to_json(self) -> Json:
@@ -95,6 +98,12 @@ class ContextResult:
 def message_to_wire(message: WireModel | AgentMessageDict | Mapping[str, Any]) -> AgentMessageDict:
     """Wire data of a message: a model's ``to_wire()``, or a deep copy of a mapping whose known role
     must have the right shape (unknown roles are kept as opaque data)."""
+    from pydantic import ValidationError
+
+    from sessionstore.models.content import WireModel
+    from sessionstore.models.messages import parse_agent_message
+    from sessionstore.wire.jsonl import format_validation_error
+
     if isinstance(message, WireModel):
         return cast(AgentMessageDict, message.to_wire())
     if not isinstance(message, Mapping):
@@ -198,6 +207,8 @@ class SessionStore:
         custom messages), which the index does not hold: slower (a scan of the search rows). Reads the
         search index, not the payloads (a ``re:`` query reads the entries of the sessions whose name, id
         and cwd do not decide it). See :mod:`sessionstore.catalog.search`."""
+        from sessionstore.catalog.search import search_sessions
+
         return search_sessions(self._entries, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
                                hits=hits)
 
@@ -573,6 +584,11 @@ class SessionStore:
         system = current_system_message(self.context(session_id, leaf_id=expected_leaf).messages)
         if system is not None:
             fields["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}
+        from pydantic import ValidationError
+
+        from sessionstore.models.entries import CompactionEntry
+        from sessionstore.wire.jsonl import format_validation_error
+
         try:
             CompactionEntry.model_validate({**fields, "id": "x", "parentId": None})
         except ValidationError as exc:
@@ -603,6 +619,8 @@ class SessionStore:
         rows (no payload but the one entry that selects the model at the leaf); see
         ``sessionstore.catalog.stats`` for where it differs from pi. ``SessionNotFoundError`` when
         there is no such session."""
+        from sessionstore.catalog import stats as catalog_stats
+
         return catalog_stats.session_stats(self._entries, session_id, model_key=_selected_model_key)
 
     def stats_all(
@@ -613,6 +631,8 @@ class SessionStore:
         (``"model"``: per breakdown key, ``"day"``: per UTC day of the entries) per group: one aggregate
         query of their counters and one grouped query of their usage rows. Message counts are per
         session, so groups carry usage only. A ``by`` of anything else raises ``InvalidInputError``."""
+        from sessionstore.catalog import stats as catalog_stats
+
         return catalog_stats.all_stats(self._entries, cwd=cwd, since_ms=since_ms,
                                        by=catalog_stats.check_group_by(by))
 
@@ -632,6 +652,8 @@ class SessionStore:
         deletes synced sessions whose file is gone; ``adopt`` lets a file take over a session imported by
         hand. A file that fails is in ``SyncResult.failures`` (``file:line: reason``); the others sync.
         ``progress(read, total)`` in bytes. See :mod:`sessionstore.catalog.sync`."""
+        from sessionstore.catalog.sync import sync_directory
+
         return sync_directory(self._entries, directory, prune=prune, adopt=adopt, progress=progress)
 
     def watch_sync(
@@ -646,6 +668,8 @@ class SessionStore:
     ) -> SyncResult:
         """:meth:`sync` every ``interval`` seconds (polling), ``cycles`` times or until interrupted;
         ``on_cycle`` gets each sync's result. Returns the totals."""
+        from sessionstore.catalog.sync import watch
+
         return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
                      on_cycle=on_cycle)
 
@@ -659,3 +683,11 @@ def _selected_model_key(entry: Mapping[str, Any]) -> str | None:
     if model is None:
         return None
     return f"{js.to_string(model.get('provider', js.MISSING))}/{js.to_string(model.get('modelId', js.MISSING))}"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SyncResult":  # (in __all__, imported on first use like the sync it describes)
+        from sessionstore.catalog.sync import SyncResult
+
+        return SyncResult
+    raise AttributeError(f"module 'sessionstore.api' has no attribute {name!r}")

@@ -11,8 +11,8 @@ from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
+from sessionstore.store.migrate import SCHEMA_REVISION
 from sessionstore.store.records import TreeNode
-from sessionstore.store.schema import SCHEMA_REVISION
 from sessionstore.wire.jsjson import js_dumps
 from tests.builders import assistant, user
 from tests.paths import FIXTURES, PI_FILES

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from sessionstore.errors import SchemaTooNewError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
-from sessionstore.store.schema import SCHEMA_REVISION
+from sessionstore.store.migrate import SCHEMA_REVISION
 from tests.conftest import BACKENDS, PG_URL, _admin_url, _database_url, drop_pg_database
 
 Json = dict[str, Any]

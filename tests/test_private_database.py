@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.store.engine import ENV_URL, default_db_path
+from sessionstore.store.location import ENV_URL, default_db_path
 from tests.builders import user
 
 

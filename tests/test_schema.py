@@ -21,8 +21,9 @@ from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundE
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.entry_store import EntryStore
+from sessionstore.store.migrate import SCHEMA_REVISION
 from sessionstore.store.records import SessionInfo
-from sessionstore.store.schema import SCHEMA_REVISION, metadata, sessions
+from sessionstore.store.schema import metadata, sessions
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
 from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database

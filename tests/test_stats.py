@@ -34,7 +34,7 @@ from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models.entry_catalog import usage_of
 from sessionstore.store import migrate
-from sessionstore.store.schema import SCHEMA_REVISION
+from sessionstore.store.migrate import SCHEMA_REVISION
 from tests.builders import TS, TS_MS, assistant, entry, msg, result, user
 from tests.paths import PI_FILES
 

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from sqlalchemy import text
 
 from sessionstore.api import SessionStore
-from sessionstore.catalog.sync import SyncResult, default_sessions_dir, watch
+from sessionstore.catalog.defaults import default_sessions_dir
+from sessionstore.catalog.sync import SyncResult, watch
 from sessionstore.cli.main import cli
 from sessionstore.store.engine import make_engine
 from tests.builders import assistant, user

@@ -27,8 +27,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from sessionstore.catalog.defaults import HITS_PER_SESSION, SORT_ORDERS, SortOrder
 from sessionstore.catalog.js_regex import JsRegex
 from sessionstore.catalog.search_rules import (
     ParsedQuery,
@@ -43,14 +44,12 @@ from sessionstore.models.entry_catalog import entry_texts, index_form
 from sessionstore.models.js_text import JS_WHITESPACE, js_trim, to_units
 from sessionstore.store.backend import Tx
 from sessionstore.store.dbtext import from_db
-from sessionstore.store.entry_store import EntryStore
 from sessionstore.store.records import SessionInfo
 from sessionstore.wire.codec import json_loads
 
-SortOrder = Literal["relevance", "recent"]
-SORT_ORDERS: tuple[SortOrder, ...] = ("relevance", "recent")
-HITS_PER_SESSION = 3
-"""Matching entries shown per session unless told otherwise."""
+if TYPE_CHECKING:
+    from sessionstore.store.entry_store import EntryStore
+
 HIT_NEEDLES = 100
 """Needles of a query that pick its hits (every needle still decides which sessions match)."""
 SNIPPET_CONTEXT = 40

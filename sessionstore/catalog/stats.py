@@ -35,14 +35,16 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models import js
 from sessionstore.store.backend import UsageSum
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.entry_store import EntryStore
 from sessionstore.wire.codec import json_loads
+
+if TYPE_CHECKING:
+    from sessionstore.store.entry_store import EntryStore
 
 Json = dict[str, Any]
 GroupBy = Literal["model", "day"]

@@ -52,8 +52,9 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
 from sessionstore.errors import (
     IncompleteHeaderError,
     InvalidInputError,
@@ -61,22 +62,14 @@ from sessionstore.errors import (
     SessionNotFoundError,
     SessionStoreError,
 )
-from sessionstore.store.entry_store import EntryStore, SourceChangedError
-from sessionstore.store.sources import FileStat, SourceInfo, file_check
+from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, file_check
 
-ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
-DEFAULT_INTERVAL = 2.0
-"""Seconds between two syncs of :func:`watch`."""
+if TYPE_CHECKING:
+    from sessionstore.store.entry_store import EntryStore
+
 
 Progress = Callable[[int, int], None]
 """Called with the bytes read so far and the bytes a sync has to read (files to import or append)."""
-
-
-def default_sessions_dir() -> Path:
-    """pi's sessions root: ``$PI_CODING_AGENT_DIR/sessions`` (``~`` expanded), else ``~/.pi/agent/sessions``."""
-    agent = os.environ.get(ENV_AGENT_DIR)
-    base = Path(agent).expanduser() if agent else Path.home() / ".pi" / "agent"
-    return base / "sessions"
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,17 +11,14 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import wraps
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-from pydantic import ValidationError
-from sqlalchemy.engine import make_url
 
-from sessionstore.api import SessionStore
 from sessionstore.cli import render
 from sessionstore.errors import (
     BackendUnavailableError,
@@ -33,13 +30,17 @@ from sessionstore.errors import (
     StoreError,
 )
 from sessionstore.models import js
-from sessionstore.models.messages import now_ms
-from sessionstore.store.engine import ENV_URL, default_db_path, default_url
+from sessionstore.models.timestamps import now_ms
+from sessionstore.store.location import ENV_URL, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
 from sessionstore.wire.codec import LineRefused, parse_line
 from sessionstore.wire.jsjson import js_dumpb
-from sessionstore.wire.jsonl import format_validation_error
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+    from sessionstore.api import SessionStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -86,6 +87,12 @@ def say(text: str = "", *, err: bool = False, escaped: bool = False) -> None:
 def emit_json(value: Any) -> None:
     """``JSON.stringify(value, null, 2)`` as pi would write it, UTF-8 whatever the locale."""
     _write(js_dumpb(value, indent=2) + b"\n")
+
+
+def emit_json_lines(values: Iterable[Any]) -> None:
+    """``--nl``: one compact JSON value per line, each written as soon as it is made."""
+    for value in values:
+        _write(js_dumpb(value) + b"\n")
 
 
 def one_line(message: str) -> str:
@@ -149,11 +156,20 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return _os_message(exc), 2
     if isinstance(exc, MemoryError):
         return "out of memory", 2
-    if isinstance(exc, ValidationError):  # a library check that did not say it in its own words
-        return f"invalid input: {format_validation_error(exc)}", 2
+    if _is_validation_error(exc):  # a library check that did not say it in its own words
+        from sessionstore.wire.jsonl import format_validation_error
+
+        return f"invalid input: {format_validation_error(exc)}", 2  # type: ignore[arg-type]
     message = str(exc).strip()
     message = f": {message}" if message else ""
     return f"internal error: {_type_name(exc)}{message} ({REPORT})", 2
+
+
+def _is_validation_error(exc: BaseException) -> bool:
+    """A pydantic ``ValidationError`` (without importing pydantic: a command that never loaded it
+    cannot have raised one)."""
+    core = sys.modules.get("pydantic_core")
+    return core is not None and isinstance(exc, core.ValidationError)
 
 
 def _in_database(exc: BaseException) -> str:
@@ -202,10 +218,16 @@ def handle_errors(func: F) -> F:
 
 
 # -- the database -----------------------------------------------------------------------------
+def _parsed_url(url: str) -> URL:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url)
+
+
 def db_label(url: str) -> str:
     """How an error names the database: a SQLite file's path, else the URL without its password."""
     try:
-        parsed = make_url(url)
+        parsed = _parsed_url(url)
     except Exception:
         return repr(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database and not parsed.host:
@@ -219,7 +241,7 @@ def db_label(url: str) -> str:
 def _sqlite_hint(url: str) -> str:
     """Why a SQLite file may not open, from what the file system says (error path only)."""
     try:
-        parsed = make_url(url)
+        parsed = _parsed_url(url)
     except Exception:
         return ""
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database.startswith("file:"):
@@ -277,6 +299,8 @@ class Ctx:
     def store(self) -> SessionStore:
         if self._store is None:
             with database_errors(self.resolved_url):
+                from sessionstore.api import SessionStore
+
                 self._store = SessionStore(self.url, durability=self.durability)  # type: ignore[arg-type]
         return self._store
 
@@ -355,6 +379,8 @@ TEXT: Utf8Text = Utf8Text()
 pass_ctx: Callable[[Callable[..., Any]], Callable[..., Any]] = click.make_pass_decorator(Ctx)
 json_option: Callable[[F], F] = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON (pi's field names) instead of text.")
+nl_option: Callable[[F], F] = click.option(
+    "--nl", "as_lines", is_flag=True, help="Print one JSON object per line (what --json prints as an array).")
 expected_leaf_option = click.option(
     "--expected-leaf",
     metavar="ENTRY",
@@ -399,7 +425,7 @@ def cli(context: click.Context, url: str | None, durability: str) -> None:
 @click.option("--skip-existing", is_flag=True, help="Leave a session that is already in the database as it is.")
 @click.option("--silent", is_flag=True, help="No progress bar.")
 @json_option
-@click.option("--nl", "as_lines", is_flag=True, help="Print one JSON object per file, a line each.")
+@nl_option
 @pass_ctx
 @handle_errors
 def import_cmd(ctx: Ctx, paths: tuple[str, ...], lenient: bool, replace: bool, skip_existing: bool, silent: bool,
@@ -425,7 +451,7 @@ def import_cmd(ctx: Ctx, paths: tuple[str, ...], lenient: bool, replace: bool, s
                               silent=silent, quiet=as_json or as_lines)
         outcomes.append(outcome)
         if as_lines:
-            _write(js_dumpb(outcome) + b"\n")
+            emit_json_lines([outcome])
     if as_json:
         emit_json(outcomes)
     counts = {status: sum(1 for o in outcomes if o["status"] == status) for status in ("imported", "exists", "failed")}
@@ -1062,6 +1088,8 @@ def demo(ctx: Ctx, export_dir: Path | None) -> None:
     from sessionstore.demo import run_demo
 
     result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: say(line))
+    from sessionstore.api import SessionStore
+
     with SessionStore(ctx.url) as store:
         say("")
         say(f"== tree of session {result.session_id} ==")
@@ -1129,7 +1157,7 @@ def history(ctx: Ctx) -> None:
     from sessionstore.store import migrate
 
     current = None
-    url = make_url(ctx.resolved_url)
+    url = _parsed_url(ctx.resolved_url)
     if not (url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists()):
         with _engine(ctx) as engine:
             current = migrate.database_revision(engine)

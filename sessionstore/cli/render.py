@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sessionstore.api import ContextResult
-from sessionstore.store.records import SessionInfo, TreeNode
-from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsjson import js_dumps
+
+if TYPE_CHECKING:
+    from sessionstore.api import ContextResult
+    from sessionstore.store.records import SessionInfo, TreeNode
+    from sessionstore.validate import Diagnostic
 
 # C0 controls but newline and tab, DEL, C1 controls, bidi embeddings/overrides/isolates, surrogates
 # (a pair held as two code points is one character; a lone one cannot be encoded)

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from sessionstore.catalog.search import HITS_PER_SESSION, SORT_ORDERS, SearchResult, SortOrder
+from sessionstore.catalog.defaults import HITS_PER_SESSION, SORT_ORDERS, SortOrder
 from sessionstore.cli import render
-from sessionstore.cli.main import TEXT, Ctx, emit_json, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.main import (
+    TEXT,
+    Ctx,
+    emit_json,
+    emit_json_lines,
+    handle_errors,
+    json_option,
+    nl_option,
+    pass_ctx,
+    say,
+)
+
+if TYPE_CHECKING:
+    from sessionstore.catalog.search import SearchResult
 
 DEFAULT_LIMIT = 20
 
@@ -24,10 +39,11 @@ DEFAULT_LIMIT = 20
 @click.option("--hits", default=HITS_PER_SESSION, show_default=True, type=click.IntRange(min=0), metavar="N",
               help="Matching entries shown per session.")
 @json_option
+@nl_option
 @pass_ctx
 @handle_errors
 def search(ctx: Ctx, query: str, cwd: str | None, limit: int, sort: SortOrder, everything: bool, hits: int,
-           as_json: bool) -> None:
+           as_json: bool, as_lines: bool) -> None:
     """Find sessions as pi's session picker (/resume) finds them.
 
     QUERY is pi's search syntax: words (each must match the name, id, cwd or messages; name and cwd
@@ -40,7 +56,9 @@ def search(ctx: Ctx, query: str, cwd: str | None, limit: int, sort: SortOrder, e
       sessionstore search 're:Error: \\w+' --everything --json
     """
     results = ctx.store.search(query, cwd=cwd, limit=limit, sort=sort, everything=everything, hits=hits)
-    if as_json:
+    if as_lines:
+        emit_json_lines(r.to_json() for r in results)
+    elif as_json:
         emit_json([r.to_json() for r in results])
     else:
         say(render_results(results))

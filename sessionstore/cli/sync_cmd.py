@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessionstore.catalog.sync import DEFAULT_INTERVAL, SyncResult, default_sessions_dir
+from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
 from sessionstore.cli.main import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
 from sessionstore.wire.jsjson import js_dumpb
+
+if TYPE_CHECKING:
+    from sessionstore.catalog.sync import SyncResult
 
 
 class _Bar:

@@ -7,7 +7,6 @@ projected roles are new dicts.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
-from sessionstore.models.messages import PROVIDER_ROLES, registered_role
+from sessionstore.models.roles import PROVIDER_ROLES, registered_role
 from sessionstore.validate import Diagnostic
 
 Json = dict[str, Any]
@@ -120,6 +119,8 @@ def apply_transform(
 
 
 def _await(awaitable: Any) -> Any:
+    import asyncio  # (only an async hook needs the event loop machinery)
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -9,9 +9,7 @@ become :class:`UnknownEntry` and keep every field.
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, TypeAdapter, field_validator
@@ -168,21 +166,6 @@ def parse_entry(data: SessionEntryDict | Mapping[str, Any]) -> Any:
 
 
 _ENTRY_VALIDATOR = ENTRY_ADAPTER.validator.validate_python  # the adapter's wrapper costs ~0.4 us per entry
-
-
-def random_entry_id() -> str:
-    """8 random hex characters, as pi generates entry ids."""
-    return os.urandom(4).hex()
-
-
-def new_entry_id(taken: Callable[[str], bool]) -> str:
-    """An entry id as pi generates it: 8 hex characters, retried while ``taken`` (a full UUID after
-    100 collisions)."""
-    for _ in range(100):
-        candidate = random_entry_id()
-        if not taken(candidate):
-            return candidate
-    return str(uuid.uuid4())
 
 
 # -- the tolerant reading: what pi 1.6's types say a file entry holds -------------------------------

@@ -7,7 +7,6 @@ pi to the letter on odd data, so these few rules live here, once.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 import time
@@ -245,6 +244,8 @@ def date_parse(text: str) -> int | None:
             return None
         utc = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000
         return _clip(utc - _local_offset_ms(utc))
+    import email.utils  # (the RFC 2822 forms only: few dates get this far)
+
     try:
         parsed = email.utils.parsedate_tz(text)
     except (TypeError, ValueError, IndexError):

@@ -8,9 +8,7 @@ copy it, and return immutable values whose nested tool arguments cannot be mutat
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, TypeAdapter
@@ -28,6 +26,15 @@ from sessionstore.models.content import (
     WireModel,
 )
 from sessionstore.models.frozen import freeze_json, thaw
+from sessionstore.models.roles import (
+    BUILTIN_ROLES,
+    PROVIDER_ROLES,
+    known_roles,
+    register_role,
+    registered_role,
+    unregister_role,
+)
+from sessionstore.models.timestamps import now_ms
 from sessionstore.models.wire import (
     AgentMessageDict,
     AssistantContentBlockDict,
@@ -190,55 +197,15 @@ BuiltinAgentMessage = Annotated[
 BUILTIN_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(BuiltinAgentMessage)
 PROVIDER_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderMessage)
 
-PROVIDER_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
-BUILTIN_ROLES = PROVIDER_ROLES | {"bashExecution", "custom", "branchSummary", "compactionSummary"}
-
-#: A projection turns a registered message (wire data) into provider messages (wire data); [] = never sent.
-Projection = Callable[[Mapping[str, Any]], list[dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class RegisteredRole:
-    name: str
-    model: type[WireModel]
-    project: Projection | None
-
-
-_REGISTRY: dict[str, RegisteredRole] = {}
-
-
-def register_role(name: str, model: type[WireModel], *, project: Projection | None = None) -> None:
-    """Register an application role (pi's declaration merging). ``project=None`` means never sent."""
-    if name in BUILTIN_ROLES:
-        raise ValueError(f"role {name!r} is built in and cannot be registered again")
-    _REGISTRY[name] = RegisteredRole(name, model, project)
-
-
-def unregister_role(name: str) -> None:
-    _REGISTRY.pop(name, None)
-
-
-def registered_role(name: str) -> RegisteredRole | None:
-    return _REGISTRY.get(name)
-
-
-def known_roles() -> frozenset[str]:
-    return BUILTIN_ROLES | frozenset(_REGISTRY)
-
-
 def parse_agent_message(data: AgentMessageDict | Mapping[str, Any]) -> WireModel:
     """Typed view of a wire message. Raises ``pydantic.ValidationError`` for a known role of bad shape."""
     role = data.get("role")
     if role in BUILTIN_ROLES:
         return BUILTIN_MESSAGE_ADAPTER.validate_python(data)  # type: ignore[no-any-return]
-    registered = _REGISTRY.get(role) if isinstance(role, str) else None
+    registered = registered_role(role) if isinstance(role, str) else None
     if registered is not None:
         return registered.model.model_validate(data)
     return UnknownMessage.model_validate(data)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _snapshot(value: Any, path: str) -> Any:
@@ -356,7 +323,9 @@ __all__ = [
     "known_roles",
     "parse_agent_message",
     "register_role",
+    "registered_role",
     "system_message",
     "tool_result_message",
+    "unregister_role",
     "user_message",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -17,6 +18,11 @@ def iso_to_ms(value: object) -> int | None:
 
 
 _parse = lru_cache(maxsize=4096)(date_parse)
+
+
+def now_ms() -> int:
+    """The current time as JavaScript's ``Date.now()`` gives it (epoch milliseconds)."""
+    return time.time_ns() // 1_000_000
 
 
 def now_iso() -> str:

@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from platformdirs import user_data_dir
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -28,18 +27,8 @@ PAGE_SIZE = 8192
 """SQLite page size of a new database: rows of about a kilobyte (a typical message entry) leave little
 unused space in a page of this size (a 4 KiB page holds two or three of them, with up to a third
 unused); PostgreSQL's pages have the same size."""
-ENV_URL = "SESSIONSTORE_DB"
 WRITE = {"sessionstore_write": True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
-
-
-def default_db_path() -> Path:
-    return Path(user_data_dir("sessionstore", appauthor=False)) / "sessions.db"
-
-
-def default_url() -> str:
-    """``$SESSIONSTORE_DB`` if set, else a SQLite file in the user's data directory."""
-    return os.environ.get(ENV_URL) or f"sqlite:///{default_db_path()}"
 
 
 def create_private_file(path: Path) -> None:

@@ -10,9 +10,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Self
 
-from pydantic import ValidationError
 from sqlalchemy import Engine
 
 from sessionstore.errors import (
@@ -27,9 +26,9 @@ from sessionstore.errors import (
     SourceConflictError,
     StoreError,
 )
-from sessionstore.models.entries import parse_entry, random_entry_id
 from sessionstore.models.entry_catalog import usage_of
 from sessionstore.models.frozen import MAX_JSON_DEPTH
+from sessionstore.models.ids import random_entry_id
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store import migrate
@@ -48,17 +47,17 @@ from sessionstore.store.backend import (
     search_row,
 )
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.engine import Durability, default_url, make_engine, open_backend, upgrades_on_open
+from sessionstore.store.engine import Durability, make_engine, open_backend, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for
+from sessionstore.store.location import default_url
 from sessionstore.store.records import UNSET, ContextSlice, ImportResult, LabelState, SessionInfo, TreeNode, _Unset
-from sessionstore.store.sources import FileStat, SourceInfo, encode_dangling, line_digest
+from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, encode_dangling, line_digest
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
-from sessionstore.wire.jsonl import (
-    CURRENT_VERSION,
-    SessionFileReader,
-    format_validation_error,
-)
+from sessionstore.wire.migrate import CURRENT_VERSION
+
+if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
+    from sessionstore.wire.jsonl import SessionFileReader
 
 PROGRESS_EVERY = 2_000
 """Entries between two progress calls of an import."""
@@ -161,6 +160,8 @@ class EntryStore:
         ``progress`` is called with the bytes read so far. A session with the same id is an error
         unless ``replace``: then it is replaced in the same transaction.
         """
+        from sessionstore.wire.jsonl import SessionFileReader
+
         reader = SessionFileReader(source, lenient=lenient)
         try:
             header = reader.header
@@ -259,6 +260,8 @@ class EntryStore:
         database from elsewhere: imported by hand (unless ``adopt``), or synced from another file that
         still exists (a file whose recorded source is gone was moved: it takes the session over).
         :class:`SourceChangedError` when another sync changed the source meanwhile."""
+        from sessionstore.wire.jsonl import SessionFileReader
+
         reader = SessionFileReader(path, complete_lines=True)
         try:
             header = reader.header
@@ -295,6 +298,8 @@ class EntryStore:
             raise self._taken_line(source) from None
 
     def _append_source(self, source: SourceInfo, stat: FileStat) -> SourceResult:
+        from sessionstore.wire.jsonl import SessionFileReader
+
         with self.backend.write(bulk=True) as tx:
             row = tx.head(to_db(source.session_id), lock=True)
             current = None if row is None or row.deleting else tx.source(row.key)
@@ -326,6 +331,8 @@ class EntryStore:
 
     def _taken_line(self, source: SourceInfo) -> SessionStoreError:
         """Error path only: the first new line of ``source``'s file whose id the session has already."""
+        from sessionstore.wire.jsonl import SessionFileReader
+
         with self.backend.read() as tx:
             row = tx.head(to_db(source.session_id), lock=False)
             if row is not None:
@@ -570,6 +577,12 @@ class EntryStore:
         leaf is still that entry (``None``: no leaf). ``check`` runs inside the transaction, before
         anything is written, and may raise to refuse the entry. A given ``entry_id`` that the session
         has raises :class:`EntryIdTakenError`."""
+        # (imported here: building the pydantic models is a writer's cost, not every reader's)
+        from pydantic import ValidationError
+
+        from sessionstore.models.entries import parse_entry
+        from sessionstore.wire.jsonl import format_validation_error
+
         kind = fields.get("type")
         if not isinstance(kind, str) or kind == "session":
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
@@ -703,10 +716,6 @@ class SourceResult:
     session_id: str
     entries: int
     source: SourceInfo
-
-
-class SourceChangedError(StoreError):
-    """Another sync changed this file's source row between the check and the write (try it again)."""
 
 
 class _BatchedRows:

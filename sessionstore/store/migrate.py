@@ -26,10 +26,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.errors import SchemaError, SchemaTooNewError, StoreError
 from sessionstore.store.engine import WRITE
-from sessionstore.store.schema import SCHEMA_REVISION
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+SCHEMA_REVISION = "0009"
+"""The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``).
+It lives here, not beside the tables in :mod:`sessionstore.store.schema`: opening a store checks it,
+and need not build the table definitions to do so."""
 
 VERSION_TABLE = "sessionstore_alembic_version"
 """Alembic's version table for sessionstore (``migrations/env.py`` configures it)."""

@@ -4,12 +4,14 @@ map, and the ``UNSET`` marker of an omitted leaf (``None`` is a leaf: before the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
-from sessionstore.validate import Diagnostic
-from sessionstore.wire.jsonl import SkippedLine
+
+if TYPE_CHECKING:
+    from sessionstore.validate import Diagnostic
+    from sessionstore.wire.jsonl import SkippedLine
 
 Json = dict[str, Any]
 

@@ -48,9 +48,6 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_REVISION = "0009"
-"""The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``)."""
-
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",

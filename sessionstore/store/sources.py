@@ -14,15 +14,22 @@ import json
 import os
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sessionstore.errors import StoreError
 from sessionstore.store.backend import SourceRow
 from sessionstore.store.dbtext import from_db
-from sessionstore.wire.jsonl import ResumePoint
+
+if TYPE_CHECKING:
+    from sessionstore.wire.jsonl import ResumePoint
 
 CHECK_WINDOW_MAX = 1 << 20
 """A first or last line longer than this is checked by its first and last half MiB (the digest of a
 longer line would read it whole)."""
+
+
+class SourceChangedError(StoreError):
+    """Another sync changed this file's source row between the check and the write (try it again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,8 @@ class SourceInfo:
 
     @property
     def resume_point(self) -> ResumePoint:
+        from sessionstore.wire.jsonl import ResumePoint
+
         return ResumePoint(self.consumed_bytes, self.consumed_lines, self.dangling)
 
 

@@ -1,4 +1,9 @@
-"""Transcript validation: stable diagnostic codes, the diagnostic value, and ``validate_transcript``."""
+"""Transcript validation: stable diagnostic codes, the diagnostic value, and ``validate_transcript``
+(imported on first use: the codes and the value are what most importers need)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from sessionstore.validate.codes import (
     CONTEXT_CODES,
@@ -14,7 +19,9 @@ from sessionstore.validate.codes import (
     ShapeCode,
 )
 from sessionstore.validate.diagnostic import Diagnostic
-from sessionstore.validate.transcript import validate_transcript
+
+if TYPE_CHECKING:
+    from sessionstore.validate.transcript import validate_transcript as validate_transcript
 
 __all__ = [
     "CONTEXT_CODES",
@@ -31,3 +38,12 @@ __all__ = [
     "ShapeCode",
     "validate_transcript",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "validate_transcript":
+        from sessionstore.validate.transcript import validate_transcript
+
+        globals()[name] = validate_transcript
+        return validate_transcript
+    raise AttributeError(f"module 'sessionstore.validate' has no attribute {name!r}")

@@ -1,19 +1,36 @@
-"""pi's JSONL session files: line-numbered reading, version upgrades to v3, v3 export, and the one JSON codec."""
+"""pi's JSONL session files: line-numbered reading, version upgrades to v3, v3 export, and the one JSON codec.
 
-from sessionstore.wire.codec import dump_line
-from sessionstore.wire.jsonl import (
-    CURRENT_VERSION,
-    SessionFileReader,
-    SkippedLine,
-    format_validation_error,
-    write_session_file,
-)
+The names are imported on first use, so that a module needing only the codec does not load the reader
+(and the pydantic models it checks entries with)."""
 
-__all__ = [
-    "CURRENT_VERSION",
-    "SessionFileReader",
-    "SkippedLine",
-    "dump_line",
-    "format_validation_error",
-    "write_session_file",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessionstore.wire.codec import dump_line as dump_line
+    from sessionstore.wire.jsonl import SessionFileReader as SessionFileReader
+    from sessionstore.wire.jsonl import SkippedLine as SkippedLine
+    from sessionstore.wire.jsonl import format_validation_error as format_validation_error
+    from sessionstore.wire.jsonl import write_session_file as write_session_file
+    from sessionstore.wire.migrate import CURRENT_VERSION as CURRENT_VERSION
+
+_EXPORTS = {
+    "CURRENT_VERSION": "sessionstore.wire.migrate",
+    "SessionFileReader": "sessionstore.wire.jsonl",
+    "SkippedLine": "sessionstore.wire.jsonl",
+    "dump_line": "sessionstore.wire.codec",
+    "format_validation_error": "sessionstore.wire.jsonl",
+    "write_session_file": "sessionstore.wire.jsonl",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionstore.wire' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

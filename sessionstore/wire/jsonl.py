@@ -26,19 +26,19 @@ import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
 from sessionstore.errors import IncompleteHeaderError, JsonlError
 from sessionstore.models import js
-from sessionstore.models.entries import entry_problems
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import LineRefused, dump_line, parse_line
-from sessionstore.wire.migrate import Upgrader
+from sessionstore.wire.migrate import CURRENT_VERSION, Upgrader
 
-CURRENT_VERSION = 3
+if TYPE_CHECKING:  # (the pydantic models: imported where entries are checked, not by readers of these types)
+    from pydantic import ValidationError
+
 MAX_DIAGNOSTICS = 10_000
 """Diagnostics kept per file; past that they are counted (:attr:`SessionFileReader.diagnostics_dropped`)."""
 
@@ -357,6 +357,8 @@ class SessionFileReader:
         elif parent is not None or "parentId" not in entry:
             got = "missing" if "parentId" not in entry else "an empty string" if parent == "" else js.json_type(parent)
             self._note("INVALID_ENTRY", line, entry_id, f"parentId is {got}: the entry is a root, as pi reads it")
+        from sessionstore.models.entries import entry_problems
+
         for problem in entry_problems(entry):
             self._note("INVALID_ENTRY", line, entry_id, f"{kind!s} entry: {problem}")
         return entry, changed

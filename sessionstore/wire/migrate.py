@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+CURRENT_VERSION = 3
+"""The session file version pi 1.6 writes, the one every entry is upgraded to."""
+
 
 def v1_entry_id(index: int) -> str:
     """Deterministic id of the v1 entry at ``index`` among the file's parsed objects (header = 0)."""

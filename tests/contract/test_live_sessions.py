@@ -560,7 +560,7 @@ def test_an_append_whose_generated_id_is_taken_draws_another_and_writes_once(
 
 
 def test_generated_ids_are_retried_while_taken() -> None:
-    from sessionstore.models.entries import new_entry_id
+    from sessionstore.models.ids import new_entry_id
 
     refusals = iter([True, True, True, False])
     assert re.fullmatch(r"[0-9a-f]{8}", new_entry_id(lambda _candidate: next(refusals)))
