@@ -93,6 +93,8 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: b
         if result.failures:
             sys.exit(1)
         return
+    from sessionstore.catalog.sync import SyncResult
+
     totals = SyncResult()
     last = SyncResult()
 
