@@ -104,7 +104,10 @@ def page_parts(title: str) -> tuple[bytes, bytes]:
 
 
 def _html_text(text: str) -> str:
-    """Text for an HTML text node or double-quoted attribute."""
+    """Text for an HTML text node or double-quoted attribute: markup characters as references, lone
+    surrogates (not encodable) and control characters (not allowed in HTML text) as U+FFFD."""
+    text = "".join("\ufffd" if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0
+                   or 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
             .replace("'", "&#39;"))
 
@@ -134,6 +137,8 @@ def write_session_html(store: SessionStore, session_id: str, fp: IO[bytes]) -> i
     meta = session_meta(store, session_id)
     name = meta["name"]
     title = f"{name} - session {session_id}" if isinstance(name, str) and name else f"Session {session_id}"
+    if len(title) > 300:
+        title = title[:300] + "…"
     head, tail = page_parts(title)
     fp.write(head)
     fp.write(b'<script id="session-meta" type="application/json">')

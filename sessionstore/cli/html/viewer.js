@@ -5,10 +5,15 @@
   'use strict';
 
   // -- DOM helpers -------------------------------------------------------------------------------
+  const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+  /** Text the DOM can hold and serialize: a lone surrogate (JSON allows "\ud800") shown as U+FFFD. */
+  function wellFormed(text) {
+    return typeof text.toWellFormed === 'function' ? text.toWellFormed() : text.replace(LONE_SURROGATE, '\uFFFD');
+  }
   function append(el, kid) {
     if (kid === null || kid === undefined || kid === false) return;
     if (Array.isArray(kid)) { for (const k of kid) append(el, k); return; }
-    el.appendChild(typeof kid === 'object' && kid.nodeType ? kid : document.createTextNode(String(kid)));
+    el.appendChild(typeof kid === 'object' && kid.nodeType ? kid : document.createTextNode(wellFormed(String(kid))));
   }
   /** An element; attribute names are this file's own, values are set as values (never parsed as HTML). */
   function h(tag, attrs) {
@@ -17,7 +22,7 @@
       for (const name of Object.keys(attrs)) {
         const value = attrs[name];
         if (value === null || value === undefined || value === false) continue;
-        if (name === 'class') el.className = value; else el.setAttribute(name, String(value));
+        if (name === 'class') el.className = wellFormed(value); else el.setAttribute(name, wellFormed(String(value)));
       }
     }
     for (let i = 2; i < arguments.length; i++) append(el, arguments[i]);
@@ -681,8 +686,13 @@
     else if (ev.key === 'o' || ev.key === 'O') toggleOutputs();
   });
 
+  // ?leafId=ID shows the branch to ID, &targetId=ID scrolls to that entry (pi's deep links)
+  let params;
+  try { params = new URLSearchParams(window.location.search); } catch (e) { params = new URLSearchParams(''); }
+  const askedLeaf = params.get('leafId'), askedTarget = params.get('targetId');
+  if (askedLeaf !== null && byId.has(askedLeaf)) leafId = askedLeaf;
   try {
-    navigate(leafId, null);
+    navigate(leafId, askedTarget !== null && byId.has(askedTarget) ? askedTarget : null);
     document.body.setAttribute('data-rendered', 'ok');
   } catch (err) {
     document.body.setAttribute('data-rendered', 'error');
