@@ -627,19 +627,29 @@ def _fsync_directory(directory: Path) -> None:
 @click.argument("session", type=TEXT)
 @click.option("-o", "--output", metavar="FILE", default="-",
               help="File to write, replaced in one step (default: stdout). Not a symlink or a device.")
+@click.option("--html", "as_html", is_flag=True,
+              help="One self-contained HTML page (tree, messages, stats) instead of JSONL, as pi's /export.")
 @pass_ctx
 @handle_errors
-def export(ctx: Ctx, session: str, output: str) -> None:
-    """Export a session as a pi v3 JSONL file (entries in append order)."""
+def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
+    """Export a session as a pi v3 JSONL file (entries in append order), or with --html as one HTML page."""
     session_id = ctx.session_id(session)
+
+    def produce(fp: IO[bytes]) -> int:
+        if as_html:
+            from sessionstore.cli.html_export import write_session_html  # lazily: only --html needs it
+
+            return write_session_html(ctx.store, session_id, fp)
+        return ctx.store.export_jsonl(session_id, fp)
+
     if output == "-":
         sys.stdout.flush()
-        ctx.store.export_jsonl(session_id, sys.stdout.buffer)
+        produce(sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
     target = Path(output)
     try:
-        count = write_file_atomically(target, lambda fp: ctx.store.export_jsonl(session_id, fp))
+        count = write_file_atomically(target, produce)
     except RefusedOutput as exc:
         fail(str(exc))
     except OSError as exc:
