@@ -153,6 +153,7 @@ def test_cli_export_html_to_a_file_and_to_stdout(sqlite_url: str, tmp_path: Path
     assert "Traceback" not in missing.output and not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.slow
 def test_the_page_assets_ship_in_the_wheel() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     patterns = declared["sessionstore.cli"]
@@ -253,6 +254,7 @@ def message_ids(body: Node) -> list[str]:
     return [n.attrs["data-entry-id"] for n in body.find(lambda n: "data-msg" in n.attrs)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["large-session", "before-compaction", "tree-v3"])
 def test_the_browser_renders_the_active_path(chromium: str, sqlite_store: SessionStore, tmp_path: Path,
                                              name: str) -> None:
@@ -288,6 +290,7 @@ def test_the_browser_renders_the_active_path(chromium: str, sqlite_store: Sessio
     assert f"${report.cost:.3f}" in stats.all_text()
 
 
+@pytest.mark.slow
 def test_hostile_session_text_does_not_execute_in_the_browser(chromium: str, sqlite_store: SessionStore,
                                                               tmp_path: Path) -> None:
     session_id = hostile_session(sqlite_store)
@@ -319,6 +322,7 @@ def test_hostile_session_text_does_not_execute_in_the_browser(chromium: str, sql
     assert side.attrs["data-on-path"] == "false"
 
 
+@pytest.mark.slow
 def test_the_page_shows_another_branch_when_asked(chromium: str, sqlite_store: SessionStore, tmp_path: Path) -> None:
     session_id = sqlite_store.import_jsonl(FIXTURES / "valid" / "tree-v3.jsonl").session_id
     page = write_page(sqlite_store, session_id, tmp_path / "tree.html")
@@ -334,6 +338,7 @@ def tolerant_files() -> list[Path]:
     return sorted((FIXTURES / "tolerant").glob("*.jsonl")) + sorted((FIXTURES / "valid").glob("*.jsonl"))
 
 
+@pytest.mark.slow
 def test_odd_sessions_render_without_a_script_error(chromium: str, sqlite_store: SessionStore,
                                                     tmp_path: Path) -> None:
     pages = []
