@@ -436,7 +436,9 @@ The database is --db URL, else ${ENV_URL}, else the SQLite file
 {default_db_path()} (created on first use). PostgreSQL: postgresql://user@host/db
 (pip install 'sessionstore[postgres]').
 
-SESSION arguments accept a unique prefix of a session id."""
+SESSION arguments accept a unique prefix of a session id; entry ids (ENTRY, --leaf,
+--first-kept, --expected-leaf) a unique prefix of at least 4 characters. An exact id
+always wins; an ambiguous prefix is refused with its candidates."""
 )
 @click.option("--db", "url", metavar="URL", envvar=ENV_URL, default=None, show_envvar=True,
               help=f"Database URL (default: sqlite:///{default_db_path()}).")
