@@ -36,7 +36,7 @@ from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
-from sessionstore.store.records import UNSET, ImportResult, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic, validate_transcript
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 
@@ -177,17 +177,23 @@ class SessionStore:
         return self._entries.session(session_id)
 
     def list_sessions(
-        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None
+        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
+        sort: ListOrder = "activity",
     ) -> list[SessionInfo]:
-        """pi's session list (``SessionManager.list``): id, cwd, name, parent session, created, modified as
-        pi computes the last activity, message count and first message, newest first; ``cwd`` (resolved as
-        pi resolves it), ``since_ms`` (modified then or later) and ``limit`` narrow it. Reads no payload."""
-        return self._entries.list_sessions(cwd=cwd, since_ms=since_ms, limit=limit)
+        """The session list: id, cwd, name, parent session, created, modified as pi computes the last
+        activity, message count and first message (pi's ``SessionManager.list`` facts), and ``active_ms``;
+        newest first by ``sort``: ``"activity"`` (default), the last activity of any kind (creation,
+        appends, forks, leaf moves; an imported file's own latest time), or ``"modified"``, pi's order.
+        ``cwd`` (resolved as pi resolves it), ``since_ms`` (that order's time then or later) and
+        ``limit`` narrow it. Reads no payload."""
+        return self._entries.list_sessions(cwd=cwd, since_ms=since_ms, limit=limit, sort=sort)
 
     def most_recent_session(self, *, cwd: str | None = None) -> str | None:
-        """The session pi's ``continueRecent`` resumes: the most recently active one (of ``cwd``, resolved
-        as pi resolves it); ``None`` when there is none."""
-        latest = self._entries.list_sessions(cwd=cwd, limit=1)
+        """The session pi's ``continueRecent`` resumes (of ``cwd``, resolved as pi resolves it; ``None``
+        when there is none). pi 1.6 takes the session file with the newest mtime, i.e. the session last
+        written to in any way, not the one with the newest ``modified``; its analogue here is the
+        activity time, so this is the first session of ``list_sessions(sort="activity")``."""
+        latest = self._entries.list_sessions(cwd=cwd, limit=1, sort="activity")
         return latest[0].id if latest else None
 
     def search(
@@ -247,6 +253,12 @@ class SessionStore:
     def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
         """pi's ``getEntry`` (``EntryNotFoundError`` when the session has no such entry)."""
         return cast(SessionEntryDict, self._entries.entry(session_id, entry_id))
+
+    def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(id, type)`` of the session's entries whose id starts with ``prefix`` (taken
+        literally), by id: one indexed query, no payload read. For tools that take id prefixes (the CLI);
+        every other method takes exact ids."""
+        return [(e.entry_id, e.type) for e in self._entries.entry_ids_with_prefix(session_id, prefix, limit)]
 
     def entries(self, session_id: str) -> list[SessionEntryDict]:
         """pi's ``getEntries``: every entry in append order."""
@@ -516,7 +528,8 @@ class SessionStore:
                                ("targetId", target), ("label", label)))
             parent = label_id
         header = new_header(cwd=source.cwd, session_id=new_session_id, parent_session=session_id)
-        return self._entries.insert_session(header, kept).session_id
+        # (made now: the header's time, which is the fork's activity time)
+        return self._entries.insert_session(header, kept, made_ms=iso_to_ms(header["timestamp"])).session_id
 
     # -- compaction ----------------------------------------------------------------------------
     def plan_compaction(
@@ -626,8 +639,8 @@ class SessionStore:
     def stats_all(
         self, *, cwd: str | None = None, since_ms: int | float | None = None, by: str | None = None
     ) -> AllStatsReport:
-        """The stats summed over the sessions ``list_sessions(cwd=..., since_ms=...)`` lists (the same
-        rule: ``cwd`` resolved as pi resolves it, ``since_ms`` the last activity), and with ``by``
+        """The stats summed over the sessions ``list_sessions(cwd=..., since_ms=..., sort="modified")`` lists
+        (the same rule: ``cwd`` resolved as pi resolves it, ``since_ms`` pi's modified), and with ``by``
         (``"model"``: per breakdown key, ``"day"``: per UTC day of the entries) per group: one aggregate
         query of their counters and one grouped query of their usage rows. Message counts are per
         session, so groups carry usage only. A ``by`` of anything else raises ``InvalidInputError``."""

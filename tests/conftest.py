@@ -135,3 +135,25 @@ def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
     yield made
     made.dispose()
     drop_pg_database(name)
+
+
+class Clock:
+    """The store's clock of writes (``entry_store.now_ms``, the activity time of writes through the API),
+    ticking a second per reading from 2031-01-01 (after every real timestamp a test writes), so that
+    writes in one millisecond still order."""
+
+    START = 1_924_992_000_000  # 2031-01-01T00:00:00Z
+
+    def __init__(self) -> None:
+        self.now = self.START
+
+    def __call__(self) -> int:
+        self.now += 1_000
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    ticking = Clock()
+    monkeypatch.setattr("sessionstore.store.entry_store.now_ms", ticking)
+    return ticking

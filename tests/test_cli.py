@@ -389,3 +389,114 @@ def test_tree_draws_forks_folds_long_runs_and_colours_only_a_terminal(run: Any, 
     assert "\x1b" not in run("tree", sid).stdout  # not a terminal: no colour
     coloured = render_tree(store.tree(sid), color=True)
     assert "\x1b[1;32m*\x1b[0m" in coloured and coloured.count("\x1b[1;32m") == 2
+
+
+# -- entry ids take unique prefixes (issue 14, item 6) --------------------------------------------
+
+
+def _prefixed_session(store: SessionStore, sid: str = "prefixes-1") -> str:
+    """A session whose entry ids share prefixes: abcd1111 -> abcd2222 -> ef01beef -> ef01cafe, and
+    ids holding LIKE's wildcards (a_b%c-1, aXbYc-2) and one that is a prefix of another (abcd1, abcd12)."""
+    from tests.builders import entry, msg
+
+    ids = ["abcd1111", "abcd2222", "ef01beef", "ef01cafe", "a_b%c-1", "aXbYc-2", "abcd1", "abcd12"]
+    entries, parent = [], None
+    for n, eid in enumerate(ids):
+        message = user(f"question {n}") if n % 2 == 0 else assistant(f"answer {n}")
+        entries.append(msg(eid, parent, message) if n < 4 else entry(eid, parent, "custom", customType=f"k{n}"))
+        parent = eid
+    header = {"type": "session", "version": 3, "id": sid, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    store.import_entries(header, entries)
+    return sid
+
+
+def test_entry_ids_take_a_unique_prefix_in_every_command_that_takes_one(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    assert json.loads(run("show", sid, "ef01b").stdout)["id"] == "ef01beef"
+    assert json.loads(run("context", sid, "--leaf", "abcd2", "--json").stdout)["leafId"] == "abcd2222"
+    assert json.loads(run("context", "--latest", "--leaf", "abcd2", "--json").stdout)["leafId"] == "abcd2222"
+    assert run("validate", sid, "--leaf", "ef01c").exit_code == 0
+    label = run("label", sid, "ef01b", "good").stdout.strip()
+    assert store.labels(sid) == {"ef01beef": "good"} and label
+    edited = json.loads(run("edit", sid, "ef01c", "--omit", "--json").stdout)["entryId"]
+    assert store.entry(sid, edited)["targetId"] == "ef01cafe"
+    assert run("branch", sid, "abcd2", "--expected-leaf", edited[:6]).exit_code == 0
+    assert store.leaf(sid) == "abcd2222"
+    appended = run("append", sid, "--user", "hi", "--expected-leaf", "abcd2").stdout.strip()
+    assert store.entry(sid, appended)["parentId"] == "abcd2222"
+    forked = json.loads(run("fork", sid, "--leaf", "ef01b", "--json").stdout)["sessionId"]
+    assert [e["id"] for e in store.path(forked)][:3] == ["abcd1111", "abcd2222", "ef01beef"]  # (and its label)
+    store.branch(sid, "ef01cafe")
+    compacted = run("compact", sid, "--summary", "s", "--first-kept", "ef01c", "--json")
+    assert compacted.exit_code == 0, compacted.stderr
+    assert store.entry(sid, json.loads(compacted.stdout)["entryId"])["firstKeptEntryId"] == "ef01cafe"
+
+
+def test_an_exact_entry_id_wins_over_the_longer_ids_it_starts(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    assert json.loads(run("show", sid, "abcd1").stdout)["id"] == "abcd1"  # though abcd12 and abcd1111 start so
+    assert json.loads(run("show", sid, "abcd12").stdout)["id"] == "abcd12"
+
+
+def test_an_ambiguous_entry_prefix_lists_its_candidates_with_type_and_preview(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    done = run("show", sid, "ef01")
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr == ("error: entry prefix ef01 is ambiguous: 2 entries start with it:"
+                           " ef01beef [message] user: question 2, ef01cafe [message] assistant: answer 3\n")
+    assert "abcd1111 [message]" in run("branch", sid, "abcd", "--expected-leaf", "abcd").stderr
+    custom = run("label", sid, "aXbY", "x")  # unique: a_b%c-1 does not match it, nor does it match a_b%
+    assert custom.exit_code == 0
+    assert json.loads(run("show", sid, "a_b%").stdout)["id"] == "a_b%c-1"  # % and _ are characters
+
+
+def test_more_than_ten_candidates_are_counted_and_cut(run: Any, store: SessionStore) -> None:
+    from tests.builders import msg
+
+    header = {"type": "session", "version": 3, "id": "many", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    store.import_entries(header, [msg(f"same{n:02d}", None, user(f"q{n}")) for n in range(12)])
+    done = run("show", "many", "same")
+    assert done.exit_code == 2
+    assert "more than 10 entries start with it" in done.stderr and done.stderr.rstrip().endswith(", ...")
+    assert done.stderr.count("[message]") == 10
+
+
+def test_a_short_or_unknown_entry_prefix_is_not_found(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    for given in ("ef0", "zzzz", "ef01beef0"):
+        done = run("show", sid, given)
+        assert (done.exit_code, done.stderr) == (2, f"error: session '{sid}' has no entry '{given}'\n"), given
+    assert run("branch", sid, "none").exit_code == 0 and store.leaf(sid) is None  # 'none' is no leaf
+
+
+def test_the_store_reads_entry_ids_by_prefix_taken_literally(store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    assert store.entry_ids_with_prefix(sid, "abcd") == [("abcd1", "custom"),
+                                                        ("abcd1111", "message"), ("abcd12", "custom"),
+                                                        ("abcd2222", "message")]
+    assert store.entry_ids_with_prefix(sid, "a_b") == [("a_b%c-1", "custom")]
+    assert store.entry_ids_with_prefix(sid, "a%") == []
+    assert store.entry_ids_with_prefix(sid, "abcd", limit=2) == [("abcd1", "custom"), ("abcd1111", "message")]
+    assert store.entry_ids_with_prefix(sid, "") != []
+
+
+@pytest.mark.parametrize(("prefix", "bound"), [
+    ("ab", "ac"), ("a\U0010ffff", "b"), ("\ud7ff", "\ue000"), ("é", "ê"),
+])
+def test_the_prefix_bound_is_above_every_id_with_the_prefix(prefix: str, bound: str) -> None:
+    from sessionstore.store.sqltx import prefix_upper_bound
+
+    assert prefix_upper_bound(prefix) == bound
+    assert prefix_upper_bound("\U0010ffff").startswith("\U0010ffff\U0010ffff")
+
+
+def test_entry_ids_with_unicode_and_surrogates_resolve_by_prefix(run: Any, store: SessionStore) -> None:
+    from tests.builders import msg
+
+    header = {"type": "session", "version": 3, "id": "uni", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    store.import_entries(header, [msg("ünï\U0010ffffx", None, user("a")),
+                                  msg("ünï\ud800y", "ünï\U0010ffffx", user("b")), msg("ünïz", "ünï\ud800y", user("c"))])
+    assert store.entry_ids_with_prefix("uni", "ünï\U0010ffff") == [("ünï\U0010ffffx", "message")]
+    assert store.entry_ids_with_prefix("uni", "ünï\ud800") == [("ünï\ud800y", "message")]
+    assert len(store.entry_ids_with_prefix("uni", "ünï")) == 3
+    assert json.loads(run("show", "uni", "ünïz").stdout)["id"] == "ünïz"

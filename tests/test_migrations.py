@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, inspect, text
 
 from sessionstore.errors import SchemaTooNewError
 from sessionstore.store import migrate
@@ -615,3 +615,52 @@ def test_revision_0008_backfills_the_catalog_of_every_session(engine: Engine) ->
         assert [r.session.id for r in store.search("needle")] == ["s8"]
         assert [r.session.id for r in store.search("hidden", everything=True)] == ["s8"]
         assert store.search("hidden") == []
+
+
+def test_revision_0010_gives_every_session_its_activity_time_and_downgrade_drops_it(engine: Engine) -> None:
+    """Sessions stored at 0009 get ``active_ms``: the latest of the header's time, every entry's own
+    timestamp (a label's too, which pi's modified ignores) and pi's modified (a message's own later
+    time); a session without entries gets its header's time. Downgrading to 0009 drops the column and
+    upgrading again computes the same."""
+    from alembic import command
+
+    migrate.upgrade(engine, "0009")
+    pg = engine.dialect.name == "postgresql"
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": _ts(1),
+         "message": {"role": "user", "content": "hi", "timestamp": T0 + 30_000}},  # pi's modified: later
+        {"type": "label", "id": "b", "parentId": "a", "timestamp": _ts(50), "targetId": "a", "label": "x"},
+        {"type": "custom", "id": "c", "parentId": "b", "timestamp": "not a date", "customType": "k"},
+    ]
+    with engine.begin() as conn:
+        for sid, created, rows, modified in (("s10", _ts(0), entries, T0 + 30_000), ("empty", _ts(7), [], None)):
+            header = json.dumps({"type": "session", "version": 3, "id": sid, "timestamp": created, "cwd": "/w"})
+            key = conn.execute(text(
+                "INSERT INTO sessionstore_sessions (id, version, cwd, created, header, entry_count, message_count,"
+                " modified_ms, deleting) VALUES (:sid, 3, '/w', :created, "
+                + ("CAST(:header AS json)" if pg else ":header") + ", :count, 1, :modified, FALSE) RETURNING key"),
+                {"sid": sid, "created": created, "header": header, "count": len(rows), "modified": modified},
+            ).scalar_one()
+            for seq, entry in enumerate(rows):
+                conn.execute(text(
+                    "INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth,"
+                    f" ctx_depth, type, payload) VALUES (:key, :seq, :eid, :parent, 0, :seq, 0, :type,"
+                    f" {'CAST(:payload AS json)' if pg else ':payload'})"),
+                    {"key": key, "seq": seq, "eid": entry["id"], "parent": None if seq == 0 else seq - 1,
+                     "type": entry["type"], "payload": json.dumps(entry)})
+
+    def active() -> dict[str, int]:
+        with engine.connect() as conn:
+            return {sid: ms for sid, ms in conn.execute(text("SELECT id, active_ms FROM sessionstore_sessions"))}
+
+    migrate.upgrade(engine)
+    assert active() == {"s10": T0 + 50_000, "empty": T0 + 7_000}
+    config = migrate.alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0009")
+    with engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("sessionstore_sessions")}
+    assert "active_ms" not in columns and "modified_ms" in columns
+    migrate.upgrade(engine)
+    assert active() == {"s10": T0 + 50_000, "empty": T0 + 7_000}

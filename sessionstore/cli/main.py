@@ -290,6 +290,7 @@ class Ctx:
         self.url = url
         self.durability = durability
         self._store: SessionStore | None = None
+        self._session_ids: dict[str, str] = {}
 
     @property
     def resolved_url(self) -> str:
@@ -305,7 +306,36 @@ class Ctx:
         return self._store
 
     def session_id(self, given: str) -> str:
-        """An exact session id, or a unique prefix of one."""
+        """An exact session id, or a unique prefix of one (resolved once per command)."""
+        if given not in self._session_ids:
+            self._session_ids[given] = self._resolve_session_id(given)
+        return self._session_ids[given]
+
+    def entry_id(self, session_id: str, given: str) -> str:
+        """An entry id of session ``session_id`` as a command was given it: the exact id wins, else the
+        entry whose id is the only one starting with ``given`` (at least :data:`ENTRY_PREFIX`
+        characters); several raise an error listing them. Anything else is given back as it is (the
+        command then says the entry is not found)."""
+        found = self.store.entry_ids_with_prefix(session_id, given, limit=AMBIGUOUS_SHOWN + 1)
+        if not found or found[0][0] == given or len(given) < ENTRY_PREFIX:  # (an exact id sorts first)
+            return given
+        if len(found) == 1:
+            return found[0][0]
+        count = f"more than {AMBIGUOUS_SHOWN}" if len(found) > AMBIGUOUS_SHOWN else str(len(found))
+        shown = ", ".join(self._entry_candidate(session_id, eid, kind) for eid, kind in found[:AMBIGUOUS_SHOWN])
+        raise InvalidInputError(f"entry prefix {render.safe_line(given)} is ambiguous: {count} entries start"
+                                f" with it: {shown}" + (", ..." if len(found) > AMBIGUOUS_SHOWN else ""))
+
+    def _entry_candidate(self, session_id: str, entry_id: str, kind: str) -> str:
+        """A candidate of an ambiguous entry prefix: its id, type and a short preview."""
+        try:
+            preview = render.describe_entry(dict(self.store.entry(session_id, entry_id)))
+        except SessionStoreError:
+            preview = ""
+        preview = preview if len(preview) <= 40 else preview[:39] + "…"
+        return render.safe_line(f"{entry_id} [{kind}]" + (f" {preview}" if preview and preview != kind else ""))
+
+    def _resolve_session_id(self, given: str) -> str:
         if not given:
             raise InvalidInputError("an empty session id: give a session id or a unique prefix of one")
         ids = [info.id for info in self.store.list_sessions()]
@@ -390,6 +420,33 @@ expected_leaf_option = click.option(
 )
 
 
+ENTRY_PREFIX = 4
+"""The shortest entry-id prefix a command expands (a shorter ENTRY must be a whole id)."""
+
+
+def entry_prefixes(*names: str) -> Callable[[F], F]:
+    """A command whose parameters ``names`` name entries of its SESSION (or, with ``--latest``, of the
+    most recent session): each given value is expanded to the full id before the command runs
+    (:meth:`Ctx.entry_id`: an exact id, else a unique prefix of at least ENTRY_PREFIX characters).
+    ``none`` (no leaf, where a command takes it) is left as it is. Goes under ``handle_errors``."""
+
+    def decorate(func: F) -> F:
+        @wraps(func)
+        def wrapper(ctx: Ctx, *args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs[name] for name in names if kwargs.get(name) not in (None, "none")}
+            session = kwargs.get("session")
+            if given and (session is None) == bool(kwargs.get("latest")):  # (else the command refuses)
+                sid = ctx.session_id(session) if session is not None \
+                    else ctx.store.most_recent_session(cwd=kwargs.get("cwd"))
+                if sid is not None:
+                    kwargs.update((name, ctx.entry_id(sid, value)) for name, value in given.items())
+            return func(ctx, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 def _expected(value: str | None) -> Any:
     if value is None:
         return UNSET
@@ -405,7 +462,9 @@ The database is --db URL, else ${ENV_URL}, else the SQLite file
 {default_db_path()} (created on first use). PostgreSQL: postgresql://user@host/db
 (pip install 'sessionstore[postgres]').
 
-SESSION arguments accept a unique prefix of a session id."""
+SESSION arguments accept a unique prefix of a session id; entry ids (ENTRY, --leaf,
+--first-kept, --expected-leaf) a unique prefix of at least 4 characters. An exact id
+always wins; an ambiguous prefix is refused with its candidates."""
 )
 @click.option("--db", "url", metavar="URL", envvar=ENV_URL, default=None, show_envvar=True,
               help=f"Database URL (default: sqlite:///{default_db_path()}).")
@@ -537,6 +596,7 @@ def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("leaf")
 def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: str | None, provider_safe: bool,
             full: bool, as_json: bool) -> None:
     """Show what a model call at the leaf of SESSION (or, with --latest, of the most recent session)
@@ -663,6 +723,7 @@ def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("leaf")
 def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     """Validate the context at the leaf; exit 1 when a shape or linkage error is found."""
     session_id = ctx.session_id(session)
@@ -690,14 +751,20 @@ def _since_ms(since: str | None) -> int | None:
 @cli.command("ls")
 @click.option("--cwd", default=None, type=TEXT,
               help="Only sessions started in this directory (resolved as pi resolves it: ., ~, relative paths).")
-@click.option("--since", default=None, type=TEXT, metavar="DATE", help="Only sessions active since DATE.")
+@click.option("--since", default=None, type=TEXT, metavar="DATE",
+              help="Only sessions active since DATE (by the --sort time).")
 @click.option("--limit", default=None, type=click.IntRange(min=0), metavar="N", help="At most N sessions.")
+@click.option("--sort", type=click.Choice(["activity", "modified"]), default="activity", show_default=True,
+              help="activity: the last activity of any kind (created, appended to, forked, leaf moved; an imported"
+              " file's own latest time); modified: pi's order (the last message, pi's 'modified').")
 @json_option
 @pass_ctx
 @handle_errors
-def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, as_json: bool) -> None:
-    """List sessions as pi lists them: newest activity first, with pi's message count and first message."""
-    infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit)
+def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool) -> None:
+    """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
+    order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time."""
+    infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
+                                    sort="modified" if sort == "modified" else "activity")
     if as_json:
         emit_json([i.to_json() for i in infos])
     else:
@@ -727,6 +794,7 @@ def tree(ctx: Ctx, session: str, full: bool, as_json: bool) -> None:
 @click.argument("entry", type=TEXT)
 @pass_ctx
 @handle_errors
+@entry_prefixes("entry")
 def show(ctx: Ctx, session: str, entry: str) -> None:
     """Print one entry as JSON."""
     emit_json(ctx.store.entry(ctx.session_id(session), entry))
@@ -829,6 +897,7 @@ APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "c
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("expected_leaf")
 def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None, assistant_text: str | None,
            model_name: str, custom_type: str | None, custom_text: str | None, bash_command: str | None,
            bash_output: Any, exit_code: int | None, expected_leaf: str | None, as_json: bool) -> None:
@@ -932,6 +1001,7 @@ def _text_field(data: dict[str, Any], key: str) -> str:
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("entry", "expected_leaf")
 def edit(ctx: Ctx, session: str, entry: str, content: str | None, omit: bool, expected_leaf: str | None,
          as_json: bool) -> None:
     """Edit what the model sees of ENTRY on this branch (pi 1.6's context edit); print the edit's id.
@@ -959,6 +1029,7 @@ def edit(ctx: Ctx, session: str, entry: str, content: str | None, omit: bool, ex
 @expected_leaf_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("entry", "expected_leaf")
 def branch(ctx: Ctx, session: str, entry: str, summary: str | None, expected_leaf: str | None) -> None:
     """Move the leaf to ENTRY ('none': before the first entry); the next append branches there."""
     sid = ctx.session_id(session)
@@ -977,6 +1048,7 @@ def branch(ctx: Ctx, session: str, entry: str, summary: str | None, expected_lea
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("leaf")
 def fork(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     """Copy the path root..leaf into a new session; print its id."""
     sid = ctx.session_id(session)
@@ -990,6 +1062,7 @@ def fork(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
 @click.argument("text", required=False, type=TEXT)
 @pass_ctx
 @handle_errors
+@entry_prefixes("entry")
 def label(ctx: Ctx, session: str, entry: str, text: str | None) -> None:
     """Label ENTRY with TEXT (no TEXT clears the label)."""
     say(ctx.store.append_label(ctx.session_id(session), entry, text))
@@ -1017,6 +1090,7 @@ def name(ctx: Ctx, session: str, text: str) -> None:
 @json_option
 @pass_ctx
 @handle_errors
+@entry_prefixes("first_kept")
 def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep_recent_tokens: int,
             first_kept: str | None, plan_only: bool, as_json: bool) -> None:
     """Compact the history before a cut that keeps about --keep-recent-tokens."""

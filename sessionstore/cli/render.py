@@ -252,14 +252,16 @@ def ms_to_iso(ms: int | None) -> str:
 
 
 def render_sessions(infos: Sequence[SessionInfo]) -> str:
+    """The ``ls`` table: MODIFIED is pi's (the last message), ACTIVE the last activity of any kind."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)  # the SOURCE column only when a session has one
-    rows: list[tuple[str, ...]] = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED", *(("SOURCE",) * synced))]
+    rows: list[tuple[str, ...]] = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED", "ACTIVE",
+                                    *(("SOURCE",) * synced))]
     for i in infos:
         created = i.created[:16].replace("T", " ")
         cells = (i.id, i.name or "-", i.cwd, str(i.entry_count), created, ms_to_iso(i.modified_ms),
-                 *((i.source_path or "-",) * synced))
+                 ms_to_iso(i.active_ms), *((i.source_path or "-",) * synced))
         rows.append(tuple(safe_line(cell) for cell in cells))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)

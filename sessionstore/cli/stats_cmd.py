@@ -13,7 +13,8 @@ from sessionstore.cli.main import TEXT, Ctx, _since_ms, db_label, emit_json, han
 @click.option("--cwd", default=None, type=TEXT, metavar="DIR",
               help="With --all: only sessions started in DIR (resolved as pi resolves it, as for ls).")
 @click.option("--since", default=None, type=TEXT, metavar="DATE",
-              help="With --all: only sessions active since DATE (as for ls).")
+              help="With --all: only sessions whose last message (pi's modified) is since DATE"
+              " (as ls --sort modified).")
 @click.option("--by", type=click.Choice(["model", "day"]), default=None,
               help="With --all: also per model (pi's breakdown key) or per UTC day of the entries.")
 @json_option

@@ -96,6 +96,7 @@ class HeadRow(NamedTuple):
     leaf_compaction_seq: int | None
     leaf_model_seq: int | None
     leaf_thinking_seq: int | None
+    active_ms: int
 
     @property
     def leaf_facts(self) -> NodeFacts | None:
@@ -124,6 +125,8 @@ class SessionRow(NamedTuple):
     tool_results: int
     tool_calls: int
     header: str
+    active_ms: int
+    """The session's activity time (``facts.later_activity``)."""
     source_path: str | None = None
     """The file the session is synced from (``sessionstore_sources``), ``None`` when it is not synced."""
 
@@ -168,6 +171,8 @@ class NewSession(NamedTuple):
     created: str
     parent_session: str | None
     header: str
+    active_ms: int = 0
+    """Its activity time (``facts.later_activity``): the header's time, or now for a session made live."""
 
 
 class HeadUpdate(NamedTuple):
@@ -185,6 +190,8 @@ class HeadUpdate(NamedTuple):
     assistant_messages: int = 0
     tool_results: int = 0
     tool_calls: int = 0
+    active_ms: int = 0
+    """The activity time after the write (``facts.later_activity``)."""
 
 
 class SearchRow(NamedTuple):
@@ -195,6 +202,13 @@ class SearchRow(NamedTuple):
     role: str
     text: str
     extra: str
+
+
+class EntryBrief(NamedTuple):
+    """An entry named by an id prefix: its id and type, stored forms (``Tx.entry_ids_with_prefix``)."""
+
+    entry_id: str
+    type: str
 
 
 class HitRow(NamedTuple):
@@ -259,11 +273,19 @@ class Tx(Protocol):
         """Insert a session row; returns its key."""
         ...
 
+    def entry_ids_with_prefix(self, key: int, prefix: str, limit: int) -> list[EntryBrief]:
+        """Up to ``limit`` entries of the session whose id starts with ``prefix`` (stored form), by id: a
+        range of the ``(session_key, entry_id)`` index, the prefix taken literally (``%``, ``_`` too)."""
+        ...
+
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
         """Write the leaf and the listing columns (``name`` and ``first_message`` only when ``texts_changed``)."""
         ...
 
-    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None: ...
+    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None, *, active_ms: int | None = None) -> None:
+        """Move the leaf (its facts with it); ``active_ms``: the activity time after the move (``None``:
+        unchanged)."""
+        ...
 
     def delete_session(self, key: int) -> None:
         """Remove the session row and its entries (the append-only triggers let entries go only with it);

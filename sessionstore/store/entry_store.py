@@ -29,11 +29,13 @@ from sessionstore.errors import (
 from sessionstore.models.entry_catalog import usage_of
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.ids import random_entry_id
+from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
-from sessionstore.models.timestamps import now_iso
+from sessionstore.models.timestamps import now_iso, now_ms
 from sessionstore.store import migrate
 from sessionstore.store.backend import (
     Backend,
+    EntryBrief,
     EntryRow,
     EntrySink,
     HeadRow,
@@ -48,9 +50,19 @@ from sessionstore.store.backend import (
 )
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.engine import Durability, make_engine, open_backend, upgrades_on_open
-from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for
+from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for, later_activity
 from sessionstore.store.location import default_url
-from sessionstore.store.records import UNSET, ContextSlice, ImportResult, LabelState, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import (
+    LIST_ORDERS,
+    UNSET,
+    ContextSlice,
+    ImportResult,
+    LabelState,
+    ListOrder,
+    SessionInfo,
+    TreeNode,
+    _Unset,
+)
 from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, encode_dangling, line_digest
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
@@ -58,6 +70,15 @@ from sessionstore.wire.migrate import CURRENT_VERSION
 
 if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
     from sessionstore.wire.jsonl import SessionFileReader
+
+
+def _active_time(info: SessionInfo) -> int | None:
+    return info.active_ms
+
+
+def _modified_time(info: SessionInfo) -> int | None:
+    return info.modified_ms
+
 
 PROGRESS_EVERY = 2_000
 """Entries between two progress calls of an import."""
@@ -199,15 +220,20 @@ class EntryStore:
         source_name: str = "<entries>",
         shared_ids: dict[str, int] | None = None,
         header_text: str | None = None,
+        made_ms: int | None = None,
     ) -> ImportResult:
         """Create a session from a header and entries in append order (each parent before its
         children), in one transaction. An item may be ``(entry, text)``: ``text`` is the entry's JSON as
         pi writes it (kept verbatim, so that export gives it back byte for byte). The leaf is
         ``leaf_id`` if given and it names an entry (or is ``None``: no leaf), else the last entry.
-        ``shared_ids``: the id -> seq map a JSONL reader fills as it yields (saves a second map)."""
+        ``shared_ids``: the id -> seq map a JSONL reader fills as it yields (saves a second map).
+        ``made_ms``: the time of the write through the API that makes the session (a new session, a
+        fork), its activity time; without it (an import) its activity is the latest of its own times
+        (``facts.later_activity``)."""
         with self.backend.write(bulk=True) as tx:
             _key, result = self._insert(tx, header, new_entries, leaf_id=leaf_id, replace=replace, progress=progress,
-                                        source_name=source_name, shared_ids=shared_ids, header_text=header_text)
+                                        source_name=source_name, shared_ids=shared_ids, header_text=header_text,
+                                        made_ms=made_ms)
         return result
 
     def _insert(
@@ -222,6 +248,7 @@ class EntryStore:
         source_name: str = "<entries>",
         shared_ids: dict[str, int] | None = None,
         header_text: str | None = None,
+        made_ms: int | None = None,
     ) -> tuple[int, ImportResult]:
         """``insert_session`` inside the bulk transaction ``tx``; returns the new session's key too."""
         session_id = str(header["id"])
@@ -230,9 +257,12 @@ class EntryStore:
             if not replace and not existing.deleting:  # (a session marked deleting is gone for readers)
                 raise SessionExistsError(session_id)
             tx.delete_session(existing.key)
-        key = tx.insert_session(_new_session(header, header_text))
-        index = TreeIndex(shared_ids)
+        values = _new_session(header, header_text)
         stats = SessionStats()
+        stats.touch(date_ms(from_db(values.created)))
+        stats.touch(made_ms)
+        key = tx.insert_session(values._replace(active_ms=stats.activity_ms()))
+        index = TreeIndex(shared_ids)
         written = _write_entries(tx, key, new_entries, index, stats, progress=progress, source_name=source_name)
         leaf = written.last_id
         if not isinstance(leaf_id, _Unset) and (leaf_id is None or leaf_id in index):
@@ -385,38 +415,45 @@ class EntryStore:
         return dict(json_loads(row.header))
 
     def list_sessions(
-        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None
+        self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
+        sort: ListOrder = "activity",
     ) -> list[SessionInfo]:
-        """Sessions in pi's order: newest ``modified`` first (pi's last activity, else the header's time),
-        then by creation and id, as pi's file names order ties; reads no entry payload.
+        """Sessions newest first, by ``sort``: ``"activity"`` (default), the last activity of any kind
+        (``active_ms``: creation, appends, forks, leaf moves; an imported file's own latest time), ties
+        by creation and id; ``"modified"``, pi's order: pi's ``modified`` (the last message activity, else
+        the header's time), then by creation and id, as pi's file names order ties. Reads no entry payload.
 
         ``cwd``: only sessions started there, compared as pi compares them (both resolved against the
         current directory: ``.``, ``~``, a trailing slash name the same directory); ``since_ms``: only
-        sessions modified then or later; ``limit``: at most that many."""
+        sessions whose time of that order is then or later; ``limit``: at most that many."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
         if cwd is not None and not isinstance(cwd, str):
             raise InvalidInputError(f"cwd must be a string, got {type(cwd).__name__}")
         if since_ms is not None and (isinstance(since_ms, bool) or not isinstance(since_ms, int | float)):
             raise InvalidInputError(f"since_ms must be a number of milliseconds, got {since_ms!r}")
+        if sort not in LIST_ORDERS:
+            raise InvalidInputError(f"sort must be one of {', '.join(map(repr, LIST_ORDERS))}, got {sort!r}")
         with self.backend.read() as tx:
-            listed = self.listed_sessions(tx, cwd=cwd, since_ms=since_ms)
+            listed = self.listed_sessions(tx, cwd=cwd, since_ms=since_ms, sort=sort)
         infos = [info for _key, info in listed]
         return infos if limit is None else infos[:limit]
 
     @staticmethod
-    def listed_sessions(tx: Tx, *, cwd: str | None = None, since_ms: int | float | None = None
-                        ) -> list[tuple[int, SessionInfo]]:
-        """The sessions :meth:`list_sessions` lists (its arguments checked by the caller), in its order,
-        each with its key, read in the caller's transaction ``tx``."""
+    def listed_sessions(tx: Tx, *, cwd: str | None = None, since_ms: int | float | None = None,
+                        sort: ListOrder = "modified") -> list[tuple[int, SessionInfo]]:
+        """The sessions :meth:`list_sessions` lists (its arguments checked by the caller), in its order
+        (here pi's by default: search and stats follow pi), each with its key, read in the caller's
+        transaction ``tx``."""
         listed = [(row.key, _info(row)) for row in tx.sessions()]
         if cwd is not None:
             base = os.getcwd()
             wanted = resolve_path(cwd, base)
             listed = [(k, i) for k, i in listed if cwd_matches(i.cwd, wanted, base)]
+        time_of = _active_time if sort == "activity" else _modified_time
         if since_ms is not None:
-            listed = [(k, i) for k, i in listed if i.modified_ms is not None and i.modified_ms >= since_ms]
-        listed.sort(key=lambda ki: (ki[1].modified_ms is not None, ki[1].modified_ms or 0, ki[1].created, ki[1].id),
+            listed = [(k, i) for k, i in listed if (t := time_of(i)) is not None and t >= since_ms]
+        listed.sort(key=lambda ki: (time_of(ki[1]) is not None, time_of(ki[1]) or 0, ki[1].created, ki[1].id),
                     reverse=True)
         return listed
 
@@ -430,6 +467,17 @@ class EntryStore:
         if text is None:
             raise EntryNotFoundError(session_id, entry_id)
         return dict(json_loads(text))
+
+    def entry_ids_with_prefix(self, session_id: str, prefix: str, limit: int) -> list[EntryBrief]:
+        """Up to ``limit`` entries of the session whose id starts with ``prefix`` (taken literally: ``%``
+        and ``_`` are characters), by id, each as its id and type; one indexed query, no payload read."""
+        if not isinstance(prefix, str):
+            raise InvalidInputError(f"an entry id prefix must be a string, got {type(prefix).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        with self._session_read(session_id) as (tx, row):
+            found = tx.entry_ids_with_prefix(row.key, to_db(prefix), limit)
+        return [EntryBrief(from_db(e.entry_id), from_db(e.type)) for e in found]
 
     def entries(self, session_id: str) -> list[Json]:
         """Every entry in append order (loads the whole session: for export-like work, not resume)."""
@@ -548,8 +596,10 @@ class EntryStore:
         timestamp: str | None = None,
     ) -> str:
         """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
-        header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
-        return self.insert_session(header, []).session_id
+        made = now_ms()
+        header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session,
+                            timestamp=timestamp or iso_string(made))
+        return self.insert_session(header, [], made_ms=made).session_id
 
     def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries in one transaction (also a session that raw SQL
@@ -588,7 +638,9 @@ class EntryStore:
             raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
-        entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None, "timestamp": now_iso()}
+        written_ms = now_ms()  # the append's time: the entry's timestamp unless given, and its activity
+        entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None,
+                       "timestamp": iso_string(written_ms)}
         entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
         try:  # before the transaction: the shape does not depend on the parent (a string or None)
             parse_entry(entry)
@@ -598,7 +650,7 @@ class EntryStore:
         # a generated id that is taken is drawn again (a full UUID after 100 collisions).
         for attempt in range(101):
             try:
-                self._append_once(session_id, entry, expected_leaf, parent_id, check)
+                self._append_once(session_id, entry, expected_leaf, parent_id, check, written_ms)
                 return str(entry["id"])
             except EntryIdTakenError:
                 if entry_id is not None:
@@ -613,6 +665,7 @@ class EntryStore:
         expected_leaf: str | _Unset | None,
         parent_id: str | _Unset | None,
         check: AppendCheck | None,
+        written_ms: int,
     ) -> None:
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
@@ -648,10 +701,12 @@ class EntryStore:
             usage = UsageBuckets()
             usage.add(entry, usage_of(entry))
             tx.add_usage(usage.rows(head.key))
+            head.stats.touch(written_ms)  # an append through the API is activity now (or at the entry's time if later)
             tx.update_head(_head_update(head.key, entry["id"], facts, head.stats), texts_changed=texts_changed)
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
-        """Move the leaf to ``entry_id`` (``None``: before the first entry). Nothing else changes."""
+        """Move the leaf to ``entry_id`` (``None``: before the first entry); the move is activity (now).
+        Nothing else changes."""
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None or row.deleting:
@@ -659,7 +714,8 @@ class EntryStore:
             if not isinstance(expected_leaf, _Unset) and expected_leaf != from_db(row.leaf_id):
                 raise LeafConflictError(session_id, expected_leaf, from_db(row.leaf_id))
             facts = None if entry_id is None else self._facts(tx, row.key, session_id, entry_id)
-            tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts)
+            tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts,
+                        active_ms=later_activity(row.active_ms, now_ms()))
 
 
 @dataclass(slots=True)
@@ -818,13 +874,15 @@ def _head_update(key: int, leaf_id: str | None, leaf: NodeFacts | None, stats: S
     """The session row after a write: ``leaf_id`` with its facts, and ``stats`` (text in stored form)."""
     return HeadUpdate(key, None if leaf_id is None else to_db(leaf_id), leaf, stats.entry_count,
                       stats.message_count, to_db(stats.name), to_db(stats.first_message), stats.modified_ms,
-                      stats.user_messages, stats.assistant_messages, stats.tool_results, stats.tool_calls)
+                      stats.user_messages, stats.assistant_messages, stats.tool_results, stats.tool_calls,
+                      stats.activity_ms())
 
 
 def _stats(row: HeadRow) -> SessionStats:
     """The session's folded columns as its row holds them (text decoded)."""
     return SessionStats(row.entry_count, row.message_count, from_db(row.name), from_db(row.first_message),
-                        row.modified_ms, row.user_messages, row.assistant_messages, row.tool_results, row.tool_calls)
+                        row.modified_ms, row.user_messages, row.assistant_messages, row.tool_results, row.tool_calls,
+                        row.active_ms)
 
 
 
@@ -846,7 +904,7 @@ def new_header(
         "type": "session",
         "version": CURRENT_VERSION,
         "id": session_id or str(uuid.uuid4()),
-        "timestamp": timestamp or now_iso(),
+        "timestamp": timestamp or iso_string(now_ms()),
         "cwd": cwd,
     }
     if parent_session is not None:
@@ -885,4 +943,5 @@ def _info(row: SessionRow) -> SessionInfo:
         first_message=from_db(row.first_message),
         modified_ms=listing_modified_ms(row.modified_ms, from_db(row.created)),
         source_path=from_db(row.source_path),
+        active_ms=int(row.active_ms),
     )

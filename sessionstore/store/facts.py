@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from sessionstore.models.rules import (
     sets_model,
     sets_thinking_level,
 )
+from sessionstore.models.timestamps import iso_to_ms
 from sessionstore.store.dbtext import to_db
 
 
@@ -62,7 +64,8 @@ class SessionStats:
     ``buildSessionInfo`` folds a file: ``message_count`` counts every ``message`` entry, ``name`` is the
     latest ``session_info`` name (trimmed; empty clears it), ``first_message`` the first non-empty user
     text, ``modified_ms`` the latest activity (see :func:`~sessionstore.models.rules.listing_activity_ms`;
-    listings fall back to the header's time when there is none)."""
+    listings fall back to the header's time when there is none). ``active_ms``: the session's activity
+    time (see :func:`later_activity`), read with :meth:`activity_ms`."""
 
     entry_count: int = 0
     message_count: int = 0
@@ -73,9 +76,30 @@ class SessionStats:
     assistant_messages: int = 0
     tool_results: int = 0
     tool_calls: int = 0
+    active_ms: int = 0
+    _latest_stamp: str | None = None
+    """The latest entry timestamp in pi's ``toISOString`` form not yet folded into ``active_ms`` (such
+    strings order as their times do: an import compares text and parses one, not one per entry)."""
+
+    def touch(self, moment_ms: int | None) -> None:
+        """Fold a time into ``active_ms`` (the rule: :func:`later_activity`)."""
+        self.active_ms = later_activity(self.active_ms, moment_ms)
+
+    def activity_ms(self) -> int:
+        """``active_ms`` with every entry folded so far."""
+        if self._latest_stamp is not None:
+            self.touch(iso_to_ms(self._latest_stamp))
+            self._latest_stamp = None
+        return self.active_ms
 
     def add(self, entry: Mapping[str, Any]) -> None:
         self.entry_count += 1
+        stamp = entry.get("timestamp", js.MISSING)
+        if isinstance(stamp, str) and _ISO_MS.fullmatch(stamp):
+            if self._latest_stamp is None or stamp > self._latest_stamp:
+                self._latest_stamp = stamp
+        else:
+            self.touch(js.date_ms(stamp))
         kind = entry.get("type")
         if kind == "session_info":
             name = entry.get("name")
@@ -90,6 +114,7 @@ class SessionStats:
             clipped = js.date_ms(activity)  # pi keeps a Date: the time clipped to whole milliseconds
             if clipped is not None:
                 self.modified_ms = clipped
+                self.touch(clipped)
         message = entry.get("message")
         if self.first_message is None and isinstance(message, dict) and message.get("role") == "user" \
                 and "content" in message:
@@ -107,6 +132,25 @@ class SessionStats:
             self.tool_calls += tool_calls_of(message)
         elif role == "toolResult":
             self.tool_results += 1
+
+
+_ISO_MS = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z")
+"""pi's entry timestamps (``new Date().toISOString()``), whose text orders as their times do (a day past
+the month's end, which ``Date.parse`` rolls over, aside: no pi writes one)."""
+
+
+def later_activity(active_ms: int, moment_ms: int | None) -> int:
+    """The one rule of a session's activity time (``sessionstore_sessions.active_ms``, what ``ls``
+    orders by): the latest of the times that its writes brought, in epoch ms, never going back.
+
+    The times: the header's (its creation), every entry's own ``timestamp`` and pi's message activity
+    (``modified_ms``), folded by :class:`SessionStats` for imports, syncs and appends alike; and for a
+    write through the API (a new session, a fork, an append, a leaf move), the time of the write. An
+    import or a sync brings only the file's own times, so old files list by when they were active, not
+    by when they were imported. A time that is not a date (``None``) changes nothing."""
+    if moment_ms is not None and moment_ms > active_ms:
+        return moment_ms
+    return active_ms
 
 
 class UsageRow(NamedTuple):

@@ -30,7 +30,7 @@ from sessionstore.store.engine import WRITE
 if TYPE_CHECKING:
     from alembic.config import Config
 
-SCHEMA_REVISION = "0009"
+SCHEMA_REVISION = "0010"
 """The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``).
 It lives here, not beside the tables in :mod:`sessionstore.store.schema`: opening a store checks it,
 and need not build the table definitions to do so."""

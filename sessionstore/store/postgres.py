@@ -28,6 +28,7 @@ from sqlalchemy import Engine, event
 
 from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
+    EntryBrief,
     EntryRow,
     ExportHead,
     HeadRow,
@@ -76,7 +77,8 @@ _LEAF_SET = (
 _COUNTS_SET = (
     f"{_LEAF_SET}, entry_count = %(entry_count)s, message_count = %(message_count)s,"
     " modified_ms = %(modified_ms)s, user_messages = %(user_messages)s,"
-    " assistant_messages = %(assistant_messages)s, tool_results = %(tool_results)s, tool_calls = %(tool_calls)s"
+    " assistant_messages = %(assistant_messages)s, tool_results = %(tool_results)s, tool_calls = %(tool_calls)s,"
+    " active_ms = %(active_ms)s"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
 _WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
@@ -94,15 +96,18 @@ STATEMENTS = Statements(
     sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
-        " deleting) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"
-        " CAST(%(header)s AS json), 0, 0, FALSE) RETURNING key"
+        " deleting, active_ms) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"
+        " CAST(%(header)s AS json), 0, 0, FALSE, %(active_ms)s) RETURNING key"
     ),
     update_head=(
         f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = %(name)s, first_message = %(first_message)s"
         " WHERE key = %(key)s"
     ),
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = %(key)s",
-    set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = %(key)s",
+    set_leaf=(
+        f"UPDATE {SESSIONS} SET {_LEAF_SET}, active_ms = COALESCE(%(active_ms)s, active_ms)"
+        " WHERE key = %(key)s"
+    ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
     delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
@@ -149,6 +154,12 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = %(key)s",
     put_source=put_source_sql(SOURCES, "%s"),
+    # LIKE, right under any collation (a range would need the C collation's order); the session's part
+    # of the (session_key, entry_id) index is read. Code point order, as SQLite's: an exact id comes first.
+    entry_ids_with_prefix=(
+        f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = %(key)s"
+        ' AND entry_id LIKE %(pattern)s ORDER BY entry_id COLLATE "C" LIMIT %(limit)s'
+    ),
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"

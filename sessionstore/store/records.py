@@ -4,7 +4,7 @@ map, and the ``UNSET`` marker of an omitted leaf (``None`` is a leaf: before the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
@@ -22,6 +22,10 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
+
+ListOrder = Literal["activity", "modified"]
+LIST_ORDERS: tuple[ListOrder, ...] = ("activity", "modified")
+"""The orders of a session list: by the last activity of any kind (``ls``'s default), or pi's ``modified``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,9 @@ class SessionInfo:
     modified_ms: int | None
     source_path: str | None = None
     """The pi file the session is synced from (``sessionstore sync``), ``None`` when it is not synced."""
+    active_ms: int | None = None
+    """When the session was last active in any way (created, appended to, forked, its leaf moved; an
+    imported file: its own latest time), epoch ms: what ``ls`` lists by. ``modified_ms`` is pi's."""
 
     def to_json(self) -> Json:
         return {
@@ -67,6 +74,7 @@ class SessionInfo:
             "name": self.name,
             "created": self.created,
             "modified": None if self.modified_ms is None else js.iso_string(self.modified_ms),
+            "active": None if self.active_ms is None else js.iso_string(self.active_ms),
             "parentSession": self.parent_session,
             "leafId": self.leaf_id,
             "entries": self.entry_count,

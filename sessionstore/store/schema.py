@@ -5,7 +5,9 @@ tables; Alembic's version table is ``sessionstore_alembic_version``). ``sessions
 one row per session: ``key``, an integer the database assigns (SQLite: the rowid), which entries use
 to name their session, and ``id``, pi's session id; then the header's facts, the listing columns and
 the facts of the leaf entry (``leaf_*``, copies of that entry's columns, read by appends with the
-session row).
+session row), and ``active_ms``, the time of the session's last activity of any kind (its creation,
+an append, a fork, a leaf move; for an imported file its own latest time), which ``ls`` lists by
+(``modified_ms`` is pi's last message activity, pi's listing order).
 
 ``sessionstore_entries`` is append-only: triggers (revision 0006, as 0001 and 0005 had them) refuse
 UPDATE, DELETE and SQLite's REPLACE of entries, and entries go only with their whole session
@@ -93,6 +95,8 @@ sessions = Table(
     Column("assistant_messages", BigInteger, nullable=False, server_default="0"),
     Column("tool_results", BigInteger, nullable=False, server_default="0"),
     Column("tool_calls", BigInteger, nullable=False, server_default="0"),
+    # The activity time (epoch ms; revision 0010): what ``ls`` orders by (``facts.later_activity``).
+    Column("active_ms", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("id"),
     Index("ix_sessionstore_sessions_cwd", "cwd"),
 )

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
+    EntryBrief,
     EntryRow,
     ExportHead,
     HeadRow,
@@ -75,7 +76,7 @@ _LEAF_SET = (
 _COUNTS_SET = (
     f"{_LEAF_SET}, entry_count = :entry_count, message_count = :message_count, modified_ms = :modified_ms,"
     " user_messages = :user_messages, assistant_messages = :assistant_messages, tool_results = :tool_results,"
-    " tool_calls = :tool_calls"
+    " tool_calls = :tool_calls, active_ms = :active_ms"
 )
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
 _WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
@@ -92,13 +93,17 @@ STATEMENTS = Statements(
     sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
     insert_session=(
         f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
-        " deleting) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE)"
+        " deleting, active_ms) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE,"
+        " :active_ms)"
     ),
     update_head=(
         f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = :name, first_message = :first_message WHERE key = :key"
     ),
     update_head_counts=f"UPDATE {SESSIONS} SET {_COUNTS_SET} WHERE key = :key",
-    set_leaf=f"UPDATE {SESSIONS} SET {_LEAF_SET} WHERE key = :key",
+    set_leaf=(
+        f"UPDATE {SESSIONS} SET {_LEAF_SET}, active_ms = COALESCE(:active_ms, active_ms)"
+        " WHERE key = :key"
+    ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
     delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
@@ -138,6 +143,11 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
+    # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
+    entry_ids_with_prefix=(
+        f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = :key AND entry_id >= :prefix"
+        " AND entry_id < :upper AND substr(entry_id, 1, :length) = :prefix ORDER BY entry_id LIMIT :limit"
+    ),
 )
 
 TRIGRAM = 3

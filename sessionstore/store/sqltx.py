@@ -13,6 +13,7 @@ import orjson
 
 from sessionstore.store.backend import (
     CounterSums,
+    EntryBrief,
     EntryRow,
     ExportHead,
     HeadRow,
@@ -88,6 +89,10 @@ class Statements:
     """:class:`SourceRow` of session ``key``."""
     put_source: str
     """An upsert of a :class:`SourceRow` (positional, in its order) on its session key."""
+    entry_ids_with_prefix: str
+    """:class:`EntryBrief` of session ``key``'s entries whose id starts with the literal ``prefix``, by id,
+    at most ``limit`` (parameters: ``prefix``, ``length``, ``upper``, a bound above every id with the
+    prefix, and ``pattern``, a LIKE pattern of it; each database uses those it needs)."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -106,7 +111,7 @@ def head_update_params(update: HeadUpdate) -> dict[str, Any]:
             "message_count": update.message_count, "modified_ms": update.modified_ms, "name": update.name,
             "first_message": update.first_message, "user_messages": update.user_messages,
             "assistant_messages": update.assistant_messages, "tool_results": update.tool_results,
-            "tool_calls": update.tool_calls}
+            "tool_calls": update.tool_calls, "active_ms": update.active_ms}
 
 
 _by_seq = itemgetter(0)
@@ -152,8 +157,13 @@ class StatementTx:
         params = head_update_params(update)
         self.cursor.execute(self.sql.update_head if texts_changed else self.sql.update_head_counts, params)
 
-    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None) -> None:
-        self.cursor.execute(self.sql.set_leaf, {"key": key, **_leaf_params(leaf_id, leaf)})
+    def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None, *, active_ms: int | None = None) -> None:
+        self.cursor.execute(self.sql.set_leaf, {"key": key, **_leaf_params(leaf_id, leaf), "active_ms": active_ms})
+
+    def entry_ids_with_prefix(self, key: int, prefix: str, limit: int) -> list[EntryBrief]:
+        params = {"key": key, "prefix": prefix, "length": len(prefix), "upper": prefix_upper_bound(prefix),
+                  "pattern": like_prefix(prefix), "limit": limit}
+        return [EntryBrief._make(r) for r in self._all(self.sql.entry_ids_with_prefix, params)]
 
     def delete_session(self, key: int) -> None:
         # The append-only trigger lets entries go only while their session is marked as deleting.
@@ -250,6 +260,27 @@ class StatementTx:
             self.cursor.executemany(self.sql.insert_entry, rows)
         if search:
             self.cursor.executemany(self.sql.insert_search, search)
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern (escape character ``\\``) of the strings that start with ``prefix`` taken literally."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+_SURROGATES = range(0xD800, 0xE000)
+
+
+def prefix_upper_bound(prefix: str) -> str:
+    """A string above every string that starts with ``prefix``, in code point order (SQLite's ``BINARY``
+    collation of UTF-8): the prefix with its last character incremented (U+10FFFF carried; no surrogate)."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars.pop()) + 1
+        if code in _SURROGATES:
+            code = _SURROGATES.stop
+        if code <= 0x10FFFF:
+            return "".join(chars) + chr(code)
+    return prefix + "\U0010ffff" * 64  # (every character U+10FFFF: no bound; the statement checks the prefix too)
 
 
 def path_sql(table: str, param: str) -> str:

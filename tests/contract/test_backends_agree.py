@@ -74,7 +74,8 @@ def canonical(names: dict[str, str], value: Any) -> Any:
 
 def strip_times(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: strip_times(v) for k, v in value.items() if k != "timestamp"}
+        # (the times of the writes)
+        return {k: strip_times(v) for k, v in value.items() if k not in ("timestamp", "active")}
     if isinstance(value, list):
         return [strip_times(v) for v in value]
     return value

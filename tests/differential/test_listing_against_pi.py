@@ -1,7 +1,8 @@
 """The session list equals pi 1.6's ``SessionManager.listAll``: for each directory of session files
 pi wrote (a generated session and its forks) and for the repository's fixture directories, the store
 that imported those files lists the same sessions with pi's facts (name, message count, first
-message, created, modified) in pi's order. pi runs live (``pi_oracle.mjs list``)."""
+message, created, modified) in pi's order (``sort="modified"``; the default order, by the last
+activity of any kind, is not pi's: ``tests/test_listing.py``). pi runs live (``pi_oracle.mjs list``)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def compare_dir(store: SessionStore, pi_rows: list[Json], files: list[Path]) -> 
     """Import ``files`` and compare the store's list with pi's; returns the differences."""
     for file in files:
         store.import_jsonl(file, replace=True)
-    listed = {info.id: info for info in store.list_sessions()}
+    listed = {info.id: info for info in store.list_sessions(sort="modified")}
     problems: list[str] = []
     for row in pi_rows:
         ours = listed.get(row["id"])
@@ -52,7 +53,7 @@ def compare_dir(store: SessionStore, pi_rows: list[Json], files: list[Path]) -> 
         if mine != theirs:
             problems.append(f"{row['path']}: pi {theirs}, ours {mine}")
     pi_order = [row["id"] for row in pi_rows if row["modified"] is not None]
-    our_order = [info.id for info in store.list_sessions() if info.id in set(pi_order)]
+    our_order = [info.id for info in store.list_sessions(sort="modified") if info.id in set(pi_order)]
     distinct = len({row["modified"] for row in pi_rows}) == len(pi_rows)
     if distinct and our_order != pi_order:
         problems.append(f"order: pi {pi_order}, ours {our_order}")

@@ -81,8 +81,9 @@ def test_the_store_finds_what_pis_session_picker_finds(
     files, rows = pi_sessions(oracle, generated)
     for file in files:
         store.import_jsonl(file, replace=True)
-    # pi's picker searches its list in list order; the store's list is pi's order (test_listing_against_pi).
-    order = {info.id: n for n, info in enumerate(store.list_sessions())}
+    # pi's picker searches its list in list order; the store's list with sort="modified" is pi's order
+    # (test_listing_against_pi).
+    order = {info.id: n for n, info in enumerate(store.list_sessions(sort="modified"))}
     rows.sort(key=lambda r: order[r["id"]])
     qs = queries(rows)
     pi = run_pi(oracle, rows, qs)
