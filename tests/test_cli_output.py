@@ -92,7 +92,7 @@ def test_every_time_in_json_output_is_iso_8601(database: tuple[str, str, str]) -
 
 def test_nl_prints_the_objects_of_the_json_array_a_line_each(database: tuple[str, str, str]) -> None:
     url, _session_id, _entry_id = database
-    for command in (["search", "the"],):
+    for command in (["search", "the"], ["ls"]):
         as_array = json.loads(run(url, *command, "--json").stdout)
         lines = run(url, *command, "--nl").stdout.splitlines()
         assert [json.loads(line) for line in lines] == as_array and len(lines) == len(as_array) > 0

@@ -758,14 +758,18 @@ def _since_ms(since: str | None) -> int | None:
               help="activity: the last activity of any kind (created, appended to, forked, leaf moved; an imported"
               " file's own latest time); modified: pi's order (the last message, pi's 'modified').")
 @json_option
+@nl_option
 @pass_ctx
 @handle_errors
-def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool) -> None:
+def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool,
+           as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
     order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
-    if as_json:
+    if as_lines:
+        emit_json_lines(i.to_json() for i in infos)
+    elif as_json:
         emit_json([i.to_json() for i in infos])
     else:
         say(render.render_sessions(infos))
