@@ -7,10 +7,10 @@
 //
 //   node pi_payloads.mjs < {"cases": [{"provider", "model", "context": {"systemPrompt"?, "messages",
 //                                      "tools"?}, "options"?}]}
-//     Prints {"payloads": [PAYLOAD...]}, one per case: {"api", "payload"} with the request body pi-ai's
+//     Prints {"payloads": [PAYLOAD...]}, one per case: {"api", "payload", "text"} with the request body pi-ai's
 //     `Models.stream(model, context, options)` builds for that model of its registry (the context
 //     folded by normalizeContext, then the api's `stream`), as JSON.stringify writes it (undefined
-//     fields left out), or {"error"} where pi-ai throws before sending.
+//     fields left out) and that JSON text itself, or {"error"} where pi-ai throws before sending.
 //
 // No request is sent: the payload is taken from the `onPayload` hook, which then throws, so the stream
 // ends with an error event before any network access. `options` are passed to `stream` as they are,
@@ -46,12 +46,14 @@ async function payloadFor({ provider, model: id, context, options }) {
     const build = builders[model.api];
     if (!build) return { error: `api ${model.api} is not covered` };
     let payload;
+    let text;
     // What pi-ai's Models.stream does first: systemPrompt and tools become a leading system message.
     const stream = build(model, normalizeContext(context), {
         apiKey: API_KEYS[model.api] ?? API_KEYS.default,
         ...options,
         onPayload: (params) => {
-            payload = JSON.parse(JSON.stringify(params));
+            text = JSON.stringify(params);
+            payload = JSON.parse(text);
             throw new Error(CAPTURED);
         },
     });
@@ -60,7 +62,7 @@ async function payloadFor({ provider, model: id, context, options }) {
         if (event.type === "error") failure = event.error.errorMessage;
     }
     if (payload === undefined) return { error: failure ?? "no payload was built" };
-    return { api: model.api, payload };
+    return { api: model.api, payload, text };
 }
 
 const input = JSON.parse(readFileSync(0, "utf8"));
