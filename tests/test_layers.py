@@ -20,10 +20,11 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"errors", "models", "wire", "validate", "_migrations"},
     "context": {"errors", "models", "validate", "wire"},
     "catalog": {"errors", "models", "wire", "validate", "store"},
-    "api": {"errors", "models", "wire", "validate", "store", "context", "catalog"},
+    "payloads": {"errors", "models", "wire", "context"},
+    "api": {"errors", "models", "wire", "validate", "store", "context", "catalog", "payloads"},
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
-    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog"},
+    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads"},
     "__init__": {"api", "models", "validate", "errors", "store", "catalog"},
 }
 
