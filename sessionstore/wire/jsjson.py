@@ -27,7 +27,10 @@ import orjson
 
 from sessionstore.models.js import js_number
 
-__all__ = ["escape_surrogates", "js_dumpb", "js_dumps", "js_number_text", "js_string"]
+__all__ = [
+    "JsonPieces", "escape_surrogates", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_number_text", "js_string",
+    "newline_at",
+]
 
 MAX_SAFE = 2**53
 """Integers up to this magnitude are exact in a double; beyond it JavaScript reads the nearest one."""
@@ -324,3 +327,42 @@ def js_dumpb(value: Any, *, indent: int | None = None) -> bytes:
 def js_dumps(value: Any, *, indent: int | None = None) -> str:
     """``JSON.stringify(value, null, indent)`` as JavaScript writes it for the data pi would have read."""
     return js_dumpb(value, indent=indent).decode()
+
+
+def js_dumpb_nested(value: Any, depth: int) -> bytes:
+    """``js_dumpb(value, indent=2)`` as it reads inside a larger value written with ``indent=2``, where
+    ``value`` is ``depth`` levels deep: the same text, each line after the first indented ``depth``
+    levels more (JSON.stringify writes a nested value the way it writes it alone). What a writer of
+    a large value, one part at a time, puts between the parts."""
+    out = js_dumpb(value, indent=2)
+    return _reindent(out, "  ", depth) if depth else out
+
+
+class JsonPieces:
+    """Bytes written to ``fp`` in pieces of about ``size`` (a streamed writer's many small parts, few
+    writes)."""
+
+    __slots__ = ("_fp", "_parts", "_pending", "_size")
+
+    def __init__(self, fp: Any, size: int = 1 << 20) -> None:
+        self._fp = fp
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._size = size
+
+    def put(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._pending += len(data)
+        if self._pending >= self._size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            self._fp.write(b"".join(self._parts))
+            self._parts.clear()
+            self._pending = 0
+
+
+def newline_at(depth: int) -> bytes:
+    """A newline and the indentation of ``depth`` levels of ``indent=2``."""
+    return b"\n" + b"  " * depth
