@@ -12,7 +12,7 @@ from typing import IO, Any, Final
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.validate import Diagnostic
-from sessionstore.wire.jsjson import JsonPieces, js_dumpb_nested, newline_at
+from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb_nested, newline_at
 from sessionstore.wire.jsonl import SkippedLine
 
 Json = dict[str, Any]
@@ -159,7 +159,12 @@ def write_tree_json(
             if first_child[position] >= 0:
                 stack.append(first_child[position])
 
-    entries = payloads(order())
+    with gc_paused():
+        _write_nodes(fp, payloads(order()), first_root, first_child, next_sibling, active, labels)
+
+
+def _write_nodes(fp: IO[bytes], entries: Iterator[Json], first_root: int, first_child: array[int],
+                 next_sibling: array[int], active: bytearray, labels: LabelState) -> None:
     out = JsonPieces(fp)
     put = out.put
     if first_root < 0:

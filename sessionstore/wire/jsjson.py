@@ -6,20 +6,24 @@ reader in JavaScript rounds it), a float prints as ``Number#toString`` prints it
 ``JSON.stringify`` escapes them (lone surrogates as ``\\udxxx``, a surrogate pair held as two code points
 as the one character it encodes, everything else beyond the C0 controls raw); key order is kept.
 
-orjson writes the same text for plain data, so it does the work (C speed) whenever it can: its output
-is searched for the few number forms where it differs from JavaScript (``5.0``, exponents), and only
-then is the value walked and the odd numbers replaced. What orjson refuses (lone surrogates, integers
-beyond 2**53, non-string keys, nesting deeper than 254) is written by an iterative writer here, which
-hands each of the first few levels' containers back to orjson when it can take them.
+orjson writes the same text for plain data, so it does the work (C speed) whenever it can: the value
+is walked for the few numbers it writes differently from JavaScript (integral floats such as ``5.0``,
+exponents), and only the containers on the way to one are copied with its JavaScript text (a walk of
+the values costs far less than a search of the text, which long strings make long). What orjson
+refuses (lone surrogates, integers beyond 2**53, non-string keys, nesting deeper than 254) is written
+by an iterative writer here, which hands each of the first few levels' containers back to orjson when
+it can take them.
 
 Nothing here recurses: a value nested 100,000 deep is written like any other.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from json.encoder import encode_basestring  # C speed: escapes as JSON.stringify does, surrogates aside
 from typing import Any
 
@@ -28,8 +32,8 @@ import orjson
 from sessionstore.models.js import js_number
 
 __all__ = [
-    "JsonPieces", "escape_surrogates", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_number_text", "js_string",
-    "newline_at",
+    "JsonPieces", "escape_surrogates", "gc_paused", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_number_text",
+    "js_string", "newline_at",
 ]
 
 MAX_SAFE = 2**53
@@ -38,9 +42,6 @@ HANDOFF_DEPTH = 3
 """The iterative writer offers containers down to this depth to orjson (each offer that fails costs
 up to the container's size in C; bounded depth bounds that to a few passes over the value)."""
 
-# Number forms orjson writes differently from JavaScript: an integral float ("5.0", "-0.0") and
-# exponents ("1e16", "3e-6"). Matches inside strings only cost a walk of the value.
-_MAYBE_DIFF = re.compile(rb"\d\.0(?:[,}\]\n]|$)|\d[eE][+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR_OR_LONE = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
 _INDENT_2 = re.compile(rb"\n((?:  )*)")
@@ -139,7 +140,57 @@ def _has_odd_numbers(value: Any) -> bool:
 def _orjson_float_differs(value: float) -> bool:
     if not math.isfinite(value) or (not value.is_integer() and abs(value) >= 1e-5):
         return False  # both write null, or both write the shortest digits in fixed notation
+    if value.is_integer():
+        return True  # orjson writes "5.0" or "1e16", JavaScript "5" and "10000000000000000"
     return orjson.dumps(value).decode() != _float_text(value)
+
+
+class _Unusual(Exception):
+    """A value :func:`_patched_numbers` leaves to :func:`_with_js_numbers` (not plain dicts and lists)."""
+
+
+def _patched_numbers(value: Any) -> Any:
+    """``value`` itself when orjson writes its numbers as JavaScript does, else :func:`_with_js_numbers`
+    of it, for a value orjson wrote (so no cycle, nesting within its limit). Plain dicts, lists and
+    scalars are walked once, and only the containers on the way to a number that changes are copied (a
+    message with a float in its usage copies the usage, not its content)."""
+    try:
+        return _patch(value)
+    except _Unusual:
+        return _with_js_numbers(value) if _has_odd_numbers(value) else value
+
+
+def _patch(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        copy: Any = None
+        for key, item in value.items():
+            kinds = type(item)
+            if kinds is str or kinds is bool or item is None or kinds is int:
+                continue
+            fixed = _patch(item)
+            if fixed is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[key] = fixed
+        return value if copy is None else copy
+    if kind is list:
+        copy = None
+        for index, item in enumerate(value):
+            kinds = type(item)
+            if kinds is str or kinds is bool or item is None or kinds is int:
+                continue
+            fixed = _patch(item)
+            if fixed is not item:
+                if copy is None:
+                    copy = list(value)
+                copy[index] = fixed
+        return value if copy is None else copy
+    if kind is float:
+        return _fixed_number(value)
+    if kind is str or kind is bool or value is None or kind is int:
+        return value
+    raise _Unusual
 
 
 def _fixed_number(item: Any) -> Any:
@@ -313,8 +364,9 @@ def js_dumpb(value: Any, *, indent: int | None = None) -> bytes:
     except TypeError:
         pass
     else:
-        if _MAYBE_DIFF.search(out) and _has_odd_numbers(value):
-            out = _orjson(_with_js_numbers(value), indented)
+        fixed = _patched_numbers(value)
+        if fixed is not value:
+            out = _orjson(fixed, indented)
         return out if unit is None else _reindent(out, unit, 0)
     fixed = _with_js_numbers(value)
     try:
@@ -336,6 +388,21 @@ def js_dumpb_nested(value: Any, depth: int) -> bytes:
     a large value, one part at a time, puts between the parts."""
     out = js_dumpb(value, indent=2)
     return _reindent(out, "  ", depth) if depth else out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a streamed writer's loop, back on after (when it was on): the
+    loop makes and drops many small containers (decoded payloads, trees without cycles) that reference
+    counting frees, and the collector's passes over them and over what the caller holds cost a third
+    of the time of a large session's ``context --json``. A cycle made meanwhile is collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class JsonPieces:
