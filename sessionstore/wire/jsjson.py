@@ -160,37 +160,53 @@ def _patched_numbers(value: Any) -> Any:
         return _with_js_numbers(value) if _has_odd_numbers(value) else value
 
 
+_FLOAT_TEXTS: dict[float, Any] = {}
+"""Floats of the forms orjson and JavaScript write differently, met by :func:`_patch`: the value or its
+``orjson.Fragment`` (usage costs repeat; cleared when large)."""
+
+
+def _js_float(value: float) -> Any:
+    """``value`` (a finite float, integral or below 1e-5) or the ``orjson.Fragment`` of its JavaScript text."""
+    if value == 0.0:  # 0.0 and -0.0 are one key
+        return _fixed_number(value)
+    fixed = _FLOAT_TEXTS.get(value)
+    if fixed is None:
+        if len(_FLOAT_TEXTS) >= 4096:
+            _FLOAT_TEXTS.clear()
+        fixed = _FLOAT_TEXTS[value] = _fixed_number(value)
+    return fixed
+
+
 def _patch(value: Any) -> Any:
     kind = type(value)
+    items: Any
     if kind is dict:
-        copy: Any = None
-        for key, item in value.items():
-            kinds = type(item)
-            if kinds is str or kinds is bool or item is None or kinds is int:
-                continue
-            fixed = _patch(item)
-            if fixed is not item:
-                if copy is None:
-                    copy = dict(value)
-                copy[key] = fixed
-        return value if copy is None else copy
-    if kind is list:
-        copy = None
-        for index, item in enumerate(value):
-            kinds = type(item)
-            if kinds is str or kinds is bool or item is None or kinds is int:
-                continue
-            fixed = _patch(item)
-            if fixed is not item:
-                if copy is None:
-                    copy = list(value)
-                copy[index] = fixed
-        return value if copy is None else copy
-    if kind is float:
+        items = value.items()
+    elif kind is list:
+        items = enumerate(value)
+    elif kind is float:
         return _fixed_number(value)
-    if kind is str or kind is bool or value is None or kind is int:
+    elif kind is str or kind is bool or value is None or kind is int:
         return value
-    raise _Unusual
+    else:
+        raise _Unusual
+    copy: Any = None
+    for key, item in items:
+        kinds = type(item)
+        if kinds is str or kinds is int or kinds is bool or item is None:
+            continue
+        if kinds is float:
+            # only integral floats and those below 1e-5 may be written differently (not NaN, infinities)
+            if not (item.is_integer() or -1e-5 < item < 1e-5):
+                continue
+            fixed = _js_float(item)
+        else:
+            fixed = _patch(item)
+        if fixed is not item:
+            if copy is None:
+                copy = dict(value) if kind is dict else list(value)
+            copy[key] = fixed
+    return value if copy is None else copy
 
 
 def _fixed_number(item: Any) -> Any:
