@@ -213,3 +213,19 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
     entries.append(msg("t", "k", user("tail")))
     sid = store.import_entries(HEADER, entries).session_id
     assert_same_outputs(store, sid, [UNSET, "n59", "n5"])
+
+
+def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedding's text-only stdout: a character split between two writes of the stream arrives whole."""
+    from sessionstore.cli import main
+
+    class TextOnly(io.StringIO):
+        pass
+
+    captured = TextOnly()
+    monkeypatch.setattr(sys, "stdout", captured)
+    with main.binary_stdout() as out:
+        data = '{"t": "é😀"}\n'.encode()
+        for i in range(len(data)):
+            out.write(data[i : i + 1])
+    assert captured.getvalue() == '{"t": "é😀"}\n'

@@ -502,14 +502,24 @@ def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
 
 
 class _TextOut:
-    """A binary writer over a text-only stdout (an embedding's capture): bytes go through ``_write``."""
+    """A binary writer over a text-only stdout (an embedding's capture): bytes go through ``_write``, a
+    character split between two writes (a streamed copy's chunk boundary) held until it is whole."""
+
+    def __init__(self) -> None:
+        import codecs
+
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def write(self, data: bytes) -> int:
-        _write(bytes(data))
+        text = self._decoder.decode(bytes(data))
+        if text:
+            _write(text.encode("utf-8", "surrogateescape"))
         return len(data)
 
     def flush(self) -> None:
-        pass
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            _write(text.encode("utf-8", "surrogateescape"))
 
 
 @contextmanager
