@@ -316,6 +316,35 @@ class SessionStore:
             diagnostics=diagnostics,
         )
 
+    def write_context_json(
+        self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET, provider_safe: bool = False
+    ) -> None:
+        """Write ``js_dumpb(self.context(...).to_json(), indent=2)`` and a newline to ``fp``, the same bytes,
+        while the path is read: memory stays bounded whatever the session's size (the entries are read in
+        pages, each message is built, validated, projected and written at once; see
+        :mod:`sessionstore.context.stream`). The projected messages wait in a temporary file (in memory
+        while small) until the messages are written."""
+        from sessionstore.context.stream import write_context_json
+
+        with self._entries.context_stream(session_id, leaf_id) as part:
+            write_context_json(
+                fp,
+                session_id=session_id,
+                leaf_id=part.leaf_id,
+                entries=part.entries,
+                compaction=part.compaction,
+                edit_entries=part.edit_entries,
+                thinking_entry=part.thinking_entry,
+                model_entry=part.model_entry,
+                known_roles=known_roles() - BUILTIN_ROLES,
+                provider_safe=provider_safe,
+            )
+
+    def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
+        """Write ``js_dumpb([root.to_json() for root in self.tree(session_id)], indent=2)`` and a newline to
+        ``fp``, the same bytes, one node at a time (memory bounded by the tree's links, not its payloads)."""
+        self._entries.write_tree_json(session_id, fp)
+
     def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:
         """Diagnostics of the context at the leaf (shape, linkage, compaction)."""
         return self.context(session_id, leaf_id=leaf_id).diagnostics

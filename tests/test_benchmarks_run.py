@@ -21,6 +21,7 @@ RUNS = {
     "peers.py": ["--sizes", "100", "--rounds", "2", "--resume-size", "400", "--resume-repeat", "1"],
     "search.py": ["--quick"],
     "cli.py": ["--quick"],
+    "memory.py": ["--quick", "--mb", "2", "--repeat", "1", "--tree-cap", "30"],
 }
 NEEDS = {"peers.py": "agents"}
 """A script's benchmark-only extra (``.[bench]``, which ``.ci/run`` installs), by the module it imports."""

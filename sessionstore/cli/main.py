@@ -586,6 +586,38 @@ def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
     return {"file": name, "status": "failed", "error": message}
 
 
+class _TextOut:
+    """A binary writer over a text-only stdout (an embedding's capture): bytes go through ``_write``, a
+    character split between two writes (a streamed copy's chunk boundary) held until it is whole."""
+
+    def __init__(self) -> None:
+        import codecs
+
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def write(self, data: bytes) -> int:
+        text = self._decoder.decode(bytes(data))
+        if text:
+            _write(text.encode("utf-8", "surrogateescape"))
+        return len(data)
+
+    def flush(self) -> None:
+        text = self._decoder.decode(b"", final=True)
+        if text:
+            _write(text.encode("utf-8", "surrogateescape"))
+
+
+@contextmanager
+def binary_stdout() -> Iterator[IO[bytes]]:
+    """Where a streamed ``--json`` writes: stdout's binary layer (the text layer flushed first), flushed
+    at the end; ``_write``'s checks and fallbacks for a closed or text-only stdout."""
+    _write(b"")  # stdout closed: the error _write gives; else the text layer is flushed
+    binary = getattr(sys.stdout, "buffer", None)
+    out: Any = binary if binary is not None else _TextOut()
+    yield out
+    out.flush()
+
+
 @cli.command()
 @click.argument("session", type=TEXT, required=False)
 @click.option("--latest", is_flag=True, help="The most recently active session (pi's --continue); with --cwd, of DIR.")
@@ -614,11 +646,13 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
         session_id = str(found)
     else:
         session_id = ctx.session_id(session)
+    if as_json:  # streamed: the same bytes as emit_json(result.to_json()), in bounded memory
+        with binary_stdout() as out:
+            ctx.store.write_context_json(session_id, out, leaf_id=UNSET if leaf is None else leaf,
+                                         provider_safe=provider_safe)
+        return
     result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
-    if as_json:
-        emit_json(result.to_json())
-    else:
-        say(render.render_context(result, limit=None if full else 400))
+    say(render.render_context(result, limit=None if full else 400))
 
 
 class RefusedOutput(Exception):
@@ -785,12 +819,14 @@ def tree(ctx: Ctx, session: str, full: bool, as_json: bool) -> None:
     """Show the entry tree: * marks the active path, ├─ └─ the branches of a fork, [labels]; runs of
     more than 8 entries without a fork are folded (--full shows them). Colour on a terminal only
     (NO_COLOR turns it off)."""
+    if as_json:  # streamed: the same bytes as emit_json([r.to_json() for r in roots]), in bounded memory
+        session_id = ctx.session_id(session)
+        with binary_stdout() as out:
+            ctx.store.write_tree_json(session_id, out)
+        return
     roots = ctx.store.tree(ctx.session_id(session))
-    if as_json:
-        emit_json([r.to_json() for r in roots])
-    else:
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        say(render.render_tree(roots, full=full, color=color), escaped=True)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    say(render.render_tree(roots, full=full, color=color), escaped=True)
 
 
 @cli.command()

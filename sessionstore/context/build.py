@@ -18,7 +18,7 @@ pi's steps, in order:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,38 +137,73 @@ def thinking_level_of(entry: Mapping[str, Any]) -> Any:
     return entry.get("thinkingLevel")
 
 
-def context_entries(path: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Diagnostic]]:
-    """pi's ``buildContextEntries``: the entries whose messages make the context, first the latest
-    compaction (when there is one)."""
+class ContextSelection:
+    """pi's ``buildContextEntries`` one path entry at a time: which entries make the context.
+
+    ``compaction``: the path's LAST compaction (``None``: there is none, every entry is a context entry).
+    It comes first in the context; the path is then fed in order (``select``), the compaction itself
+    included (``at_compaction``): before it, the entries from the one whose id is its
+    ``firstKeptEntryId`` on, ``system`` messages skipped; after it, every entry. ``diagnostics`` (once
+    the whole path was fed) says what had to be read tolerantly. Used by :func:`context_entries` and
+    by the store's streamed context alike."""
+
+    __slots__ = ("_after", "_first_kept", "_found", "compaction", "found_diagnostics")
+
+    def __init__(self, compaction: Mapping[str, Any] | None) -> None:
+        self.compaction = compaction
+        self._first_kept = MISSING if compaction is None else compaction.get("firstKeptEntryId", MISSING)
+        self._found = False
+        self._after = compaction is None
+        self.found_diagnostics: list[Diagnostic] = []
+
+    def select(self, entry: Mapping[str, Any], at_compaction: bool = False) -> bool:
+        """Whether ``entry`` (the next path entry) is a context entry after the compaction's place."""
+        if self._after:
+            return True
+        if at_compaction:
+            self._after = True
+            return False
+        if not self._found and entry.get("id", MISSING) == self._first_kept:
+            self._found = True
+            assert self.compaction is not None
+            _check_first_kept(entry, self.compaction, self.found_diagnostics)
+        return self._found and not _is_system_message(entry)
+
+    def diagnostics(self) -> list[Diagnostic]:
+        compaction = self.compaction
+        if compaction is None or self._found or self._first_kept == compaction.get("id"):
+            return list(self.found_diagnostics)
+        return [
+            *self.found_diagnostics,
+            _diagnostic(
+                "COMPACTION_FIRST_KEPT_NOT_ON_PATH",
+                compaction,
+                f"compaction {_id(compaction)!r}: firstKeptEntryId {js.to_string(self._first_kept)!r} is not on"
+                " the path before it, so no message before the compaction is kept",
+                0,
+            ),
+        ]
+
+
+def last_compaction_index(path: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the path's last compaction (-1: none)."""
     compaction_index = -1
     for index, entry in enumerate(path):
         if entry.get("type") == "compaction":
             compaction_index = index
+    return compaction_index
+
+
+def context_entries(path: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Diagnostic]]:
+    """pi's ``buildContextEntries``: the entries whose messages make the context, first the latest
+    compaction (when there is one)."""
+    compaction_index = last_compaction_index(path)
     if compaction_index < 0:
         return list(path), []
-    compaction = path[compaction_index]
-    first_kept = compaction.get("firstKeptEntryId", MISSING)
-    chosen: list[Mapping[str, Any]] = [compaction]
-    diagnostics: list[Diagnostic] = []
-    found = False
-    for entry in path[:compaction_index]:
-        if not found and entry.get("id", MISSING) == first_kept:
-            found = True
-            _check_first_kept(entry, compaction, diagnostics)
-        if found and not _is_system_message(entry):
-            chosen.append(entry)
-    if not found and first_kept != compaction.get("id"):
-        diagnostics.append(
-            _diagnostic(
-                "COMPACTION_FIRST_KEPT_NOT_ON_PATH",
-                compaction,
-                f"compaction {_id(compaction)!r}: firstKeptEntryId {js.to_string(first_kept)!r} is not on the path"
-                " before it, so no message before the compaction is kept",
-                0,
-            )
-        )
-    chosen.extend(path[compaction_index + 1 :])
-    return chosen, diagnostics
+    selection = ContextSelection(path[compaction_index])
+    chosen: list[Mapping[str, Any]] = [path[compaction_index]]
+    chosen.extend(entry for index, entry in enumerate(path) if selection.select(entry, index == compaction_index))
+    return chosen, selection.diagnostics()
 
 
 def _is_system_message(entry: Mapping[str, Any]) -> bool:
@@ -190,13 +225,22 @@ def _check_first_kept(entry: Mapping[str, Any], compaction: Mapping[str, Any], o
         )
 
 
-def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[str, Mapping[str, Any]]:
-    """target id -> the latest ``context_edit`` for it among ``entries`` (by position)."""
-    edits: dict[str, Mapping[str, Any]] = {}
-    edit_entries = [entry for entry in entries if entry.get("type") == "context_edit"]
-    if not edit_entries:
-        return edits
-    ids = {entry_id for entry in entries if (entry_id := _id(entry)) is not None}
+def is_context_edit(entry: Mapping[str, Any]) -> bool:
+    return entry.get("type") == "context_edit"
+
+
+def latest_edits(edit_entries: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """target id -> the latest of ``edit_entries`` (the ``context_edit`` context entries, in path order)
+    for it: pi's map. A target that is not a context entry is never looked up, so not checked here."""
+    return {target: entry for entry in edit_entries if isinstance(target := entry.get("targetId"), str)}
+
+
+def edit_diagnostics(
+    edit_entries: Sequence[Mapping[str, Any]], in_context: Container[str], out: list[Diagnostic]
+) -> None:
+    """What pi would make of each edit (in path order): one without a replacement; one whose target is
+    not a context entry (``in_context``: the ids of the context entries, or at least of the targets
+    among them)."""
     for entry in edit_entries:
         target = entry.get("targetId")
         if "replacement" not in entry:
@@ -204,13 +248,20 @@ def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[
             # (pi throws where the target has editable messages, and leaves the others as they are).
             out.append(_diagnostic("CONTEXT_EDIT_WITHOUT_REPLACEMENT", entry,
                                    f"context_edit {_id(entry)!r} has no replacement (pi throws on it); ignored"))
-        if not isinstance(target, str) or target not in ids:
+        if not isinstance(target, str) or target not in in_context:
             out.append(_diagnostic("CONTEXT_EDIT_TARGET_NOT_IN_CONTEXT", entry,
                                    f"context_edit {_id(entry)!r}: target {js.to_string(target)!r} is not part of"
                                    " this context; no effect"))
-            continue
-        edits[target] = entry
-    return edits
+
+
+def _edits(entries: Sequence[Mapping[str, Any]], out: list[Diagnostic]) -> dict[str, Mapping[str, Any]]:
+    """target id -> the latest ``context_edit`` for it among ``entries`` (by position)."""
+    edit_entries = [entry for entry in entries if is_context_edit(entry)]
+    if not edit_entries:
+        return {}
+    ids = {entry_id for entry in entries if (entry_id := _id(entry)) is not None}
+    edit_diagnostics(edit_entries, ids, out)
+    return latest_edits(edit_entries)
 
 
 def apply_edit(messages: list[Any], edit: Mapping[str, Any]) -> list[Any]:
@@ -253,9 +304,7 @@ def build_session_context(
     # The latest entry that sets each wins: found from the end (the model usually in the last few).
     thinking_source = next((e for e in reversed(path) if sets_thinking_level(e)), thinking_entry)
     model_source = next((e for e in reversed(path) if sets_model(e)), model_entry)
-    thinking_level: Any = "off" if thinking_source is None else thinking_level_of(thinking_source)
-    model: Json | None = None if model_source is None else model_of(model_source)
-
+    thinking_level, model = settings(thinking_source, model_source)
     context = SessionContext(messages=[], entry_ids=[], thinking_level=thinking_level, model=model)
     if not path:
         return context
@@ -263,20 +312,37 @@ def build_session_context(
     messages, entry_ids = context.messages, context.entry_ids
     chosen, edits = _context_plan(path, context.diagnostics)
     for index, entry in enumerate(chosen):
-        if not edits and entry.get("type") == "message":
-            # The common entry (what _entry_projection gives it, without the calls): one message.
-            message = entry.get("message")
-            if type(message) is dict and message.get("content") is not None:
+        projected = context_entry_messages(entry, index == 0, edits, context.diagnostics)
+        if projected:
+            entry_id = _id(entry)
+            for message in projected:
                 messages.append(message)
-                entry_id = entry.get("id")
-                entry_ids.append(entry_id if type(entry_id) is str else None)
-                continue
-        projected = _entry_projection(entry, index, edits, context.diagnostics)
-        entry_id = _id(entry)
-        for message in projected:
-            messages.append(message)
-            entry_ids.append(entry_id)
+                entry_ids.append(entry_id)
     return context
+
+
+def settings(
+    thinking_source: Mapping[str, Any] | None, model_source: Mapping[str, Any] | None
+) -> tuple[Any, Json | None]:
+    """The thinking level and model of a context whose latest entries that set them are these (``None``:
+    none on the path): pi's defaults ``"off"`` and undefined."""
+    thinking_level: Any = "off" if thinking_source is None else thinking_level_of(thinking_source)
+    return thinking_level, None if model_source is None else model_of(model_source)
+
+
+def context_entry_messages(
+    entry: Mapping[str, Any], first: bool, edits: Mapping[str, Mapping[str, Any]], diagnostics: list[Diagnostic]
+) -> list[Any]:
+    """The messages one context entry contributes, its edit applied (``first``: the entry opens the
+    context, the one place where a compaction contributes); what had to be read tolerantly is appended
+    to ``diagnostics``. The step that both :func:`build_session_context` and the store's streamed
+    context take for each entry."""
+    if not edits and entry.get("type") == "message":
+        # The common entry (what _entry_projection gives it, without the calls): one message.
+        message = entry.get("message")
+        if type(message) is dict and message.get("content") is not None:
+            return [message]
+    return _entry_projection(entry, first, edits, diagnostics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +357,7 @@ def project_entries(path: Sequence[Mapping[str, Any]], diagnostics: list[Diagnos
     """pi 1.6's ``buildSessionProjection(...).entries`` for the path (root first): the context entries,
     each with its messages; what had to be read tolerantly is appended to ``diagnostics``."""
     chosen, edits = _context_plan(path, diagnostics)
-    return [ProjectedEntry(entry, _entry_projection(entry, index, edits, diagnostics))
+    return [ProjectedEntry(entry, _entry_projection(entry, index == 0, edits, diagnostics))
             for index, entry in enumerate(chosen)]
 
 
@@ -305,9 +371,9 @@ def _context_plan(
 
 
 def _entry_projection(
-    entry: Mapping[str, Any], index: int, edits: Mapping[str, Mapping[str, Any]], diagnostics: list[Diagnostic]
+    entry: Mapping[str, Any], first: bool, edits: Mapping[str, Mapping[str, Any]], diagnostics: list[Diagnostic]
 ) -> list[Any]:
-    """The messages the context entry at ``index`` contributes, its edit applied."""
+    """The messages a context entry contributes (``first``: it opens the context), its edit applied."""
     kind = entry.get("type")
     if kind == "message" and entry.get("message") is None:
         diagnostics.append(
@@ -315,7 +381,7 @@ def _entry_projection(
                         f"message entry {_id(entry)!r} has no message; it contributes nothing")
         )
         return []
-    if kind == "compaction" and index > 0:
+    if kind == "compaction" and not first:
         return []  # only the latest compaction contributes (pi 1.6)
     messages = entry_messages(entry)
     edit = edits.get(_id(entry) or "") if edits else None

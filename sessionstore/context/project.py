@@ -133,6 +133,90 @@ def _await(awaitable: Any) -> Any:
     raise RuntimeError("an async transform_context needs the async API when an event loop is running")
 
 
+class ProviderSafe:
+    """pi-ai's ``transformMessages`` one projected message at a time (see :func:`provider_safe`): ``add``
+    returns the messages that can be sent so far, ``close`` the rest at the end; ``diagnostics`` says
+    what was repaired. Used by :func:`provider_safe` and by the store's streamed context alike."""
+
+    __slots__ = ("_answered", "_held", "_pending", "diagnostics")
+
+    def __init__(self) -> None:
+        self.diagnostics: list[Diagnostic] = []
+        self._pending: list[tuple[Json, Json, int, str | None]] = []
+        self._answered: set[Any] = set()
+        self._held: list[Json] = []
+
+    def _close_pending(self, out: list[Json]) -> None:
+        for call, owner, source, entry_id in self._pending:
+            if call.get("id") in self._answered:
+                continue
+            out.append(
+                {
+                    "role": "toolResult",
+                    "toolCallId": call.get("id"),
+                    "toolName": call.get("name"),
+                    "content": [{"type": "text", "text": NO_RESULT_TEXT}],
+                    "isError": True,
+                    "timestamp": owner.get("timestamp"),
+                }
+            )
+            self.diagnostics.append(
+                Diagnostic(
+                    code="PROVIDER_SAFE_SYNTHETIC_RESULT",
+                    message_index=source,
+                    entry_id=entry_id,
+                    message=f"tool call {call.get('id')!r} ({call.get('name')}) had no result before the next"
+                    " turn; a synthetic error result was inserted",
+                )
+            )
+        self._pending.clear()
+        self._answered.clear()
+        out.extend(self._held)
+        self._held.clear()
+
+    def add(self, message: Json, source: int, entry_id: str | None) -> list[Json]:
+        """The messages to send now, given the next projected ``message`` (from AgentMessage ``source``
+        of entry ``entry_id``)."""
+        out: list[Json] = []
+        if js.nullish(message.get("content", MISSING)):
+            message = {**message, "content": []}
+        role = message.get("role")
+        if role == "assistant":
+            self._close_pending(out)
+            if message.get("stopReason") in ("error", "aborted"):
+                self.diagnostics.append(
+                    Diagnostic(
+                        code="PROVIDER_SAFE_DROPPED_ASSISTANT",
+                        message_index=source,
+                        entry_id=entry_id,
+                        message=f"assistant message with stopReason {message.get('stopReason')!r} is not sent",
+                    )
+                )
+                return out
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
+            if calls:
+                self._pending[:] = [(call, message, source, entry_id) for call in calls]
+                self._answered.clear()
+            out.append(message)
+        elif role == "toolResult":
+            self._answered.add(message.get("toolCallId"))
+            out.append(message)
+        elif role == "system" and self._pending:
+            self._held.append(message)
+        else:
+            if role == "user":
+                self._close_pending(out)
+            out.append(message)
+        return out
+
+    def close(self) -> list[Json]:
+        out: list[Json] = []
+        self._close_pending(out)
+        return out
+
+
 def provider_safe(
     llm: Sequence[Json], sources: Sequence[int], entry_ids: Sequence[str | None]
 ) -> tuple[list[Json], list[Diagnostic]]:
@@ -145,77 +229,13 @@ def provider_safe(
     ``sources[i]`` is the AgentMessage index projected message ``i`` came from (for diagnostics);
     a synthetic result carries the timestamp of the message that made the call (pi uses the clock).
     """
+    repairs = ProviderSafe()
     out: list[Json] = []
-    diagnostics: list[Diagnostic] = []
-    pending: list[tuple[Json, Json, int]] = []
-    answered: set[Any] = set()
-    held: list[Json] = []
-
-    def entry_of(source: int) -> str | None:
-        return entry_ids[source] if 0 <= source < len(entry_ids) else None
-
-    def close_pending() -> None:
-        for call, owner, source in pending:
-            if call.get("id") in answered:
-                continue
-            out.append(
-                {
-                    "role": "toolResult",
-                    "toolCallId": call.get("id"),
-                    "toolName": call.get("name"),
-                    "content": [{"type": "text", "text": NO_RESULT_TEXT}],
-                    "isError": True,
-                    "timestamp": owner.get("timestamp"),
-                }
-            )
-            diagnostics.append(
-                Diagnostic(
-                    code="PROVIDER_SAFE_SYNTHETIC_RESULT",
-                    message_index=source,
-                    entry_id=entry_of(source),
-                    message=f"tool call {call.get('id')!r} ({call.get('name')}) had no result before the next"
-                    " turn; a synthetic error result was inserted",
-                )
-            )
-        pending.clear()
-        answered.clear()
-        out.extend(held)
-        held.clear()
-
     for message, source in zip(llm, sources, strict=True):
-        if js.nullish(message.get("content", MISSING)):
-            message = {**message, "content": []}
-        role = message.get("role")
-        if role == "assistant":
-            close_pending()
-            if message.get("stopReason") in ("error", "aborted"):
-                diagnostics.append(
-                    Diagnostic(
-                        code="PROVIDER_SAFE_DROPPED_ASSISTANT",
-                        message_index=source,
-                        entry_id=entry_of(source),
-                        message=f"assistant message with stopReason {message.get('stopReason')!r} is not sent",
-                    )
-                )
-                continue
-            content = message.get("content")
-            blocks = content if isinstance(content, list) else []
-            calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
-            if calls:
-                pending[:] = [(call, message, source) for call in calls]
-                answered.clear()
-            out.append(message)
-        elif role == "toolResult":
-            answered.add(message.get("toolCallId"))
-            out.append(message)
-        elif role == "system" and pending:
-            held.append(message)
-        else:
-            if role == "user":
-                close_pending()
-            out.append(message)
-    close_pending()
-    return out, diagnostics
+        entry_id = entry_ids[source] if 0 <= source < len(entry_ids) else None
+        out.extend(repairs.add(message, source, entry_id))
+    out.extend(repairs.close())
+    return out, repairs.diagnostics
 
 
 def project(

@@ -367,6 +367,21 @@ class Tx(Protocol):
         returns the count."""
         ...
 
+    def path_runs(self, key: int, leaf_seq: int, *, from_depth: int) -> list[tuple[int, int]]:
+        """The runs ``(first_seq, last_seq)`` of the path ending at ``leaf_seq`` whose depth is at least
+        ``from_depth`` (the path query's recursion, no payload read), root first."""
+        ...
+
+    def payloads_between(self, key: int, first_seq: int, last_seq: int, *, from_depth: int = 0,
+                         entry_type: str | None = None) -> list[tuple[int, str | bytes]]:
+        """``(seq, stored payload)`` of the entries with ``first_seq <= seq <= last_seq`` and depth at least
+        ``from_depth`` (of ``entry_type`` only, when given), in seq order: a streamed read pages with it."""
+        ...
+
+    def tree_links(self, key: int) -> Iterator[tuple[int, int | None]]:
+        """``(seq, parent_seq)`` of every entry, in append order, streamed (no payload)."""
+        ...
+
     # -- catalog: stats --------------------------------------------------------------------------
     def session_usage(self, key: int) -> list[UsageRow]:
         """The session's ``sessionstore_usage`` rows (its usage sums per breakdown key and day), read by

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from sessionstore.store.records import (
     SessionInfo,
     TreeNode,
     _Unset,
+    write_tree_json,
 )
 from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, encode_dangling, line_digest
 from sessionstore.validate import Diagnostic
@@ -545,6 +547,59 @@ class EntryStore:
             seq_on_path = parent_of[seq_on_path]
         return roots
 
+    @contextmanager
+    def context_stream(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> Iterator[StreamedSlice]:
+        """:meth:`context_slice` for a path too long to hold: the entries are read in pages of
+        ``STREAM_PAGE`` while the caller iterates ``entries``, inside this read transaction (one
+        snapshot); held at once are only the last compaction, the ``context_edit`` entries of the slice
+        and the two settings entries."""
+        with self._session_read(session_id) as (tx, row):
+            leaf = from_db(row.leaf_id) if isinstance(leaf_id, _Unset) else leaf_id
+            facts = self._leaf_facts(tx, row, session_id, leaf_id)
+            if leaf is None or facts is None:
+                yield StreamedSlice(None, None, None, None, [], iter(()))
+                return
+            key, stop = row.key, facts.ctx_depth
+            runs = tx.path_runs(key, facts.seq, from_depth=stop)
+
+            def one(seq: int | None) -> Json | None:
+                return None if seq is None else _decoded(tx.payload_at(key, seq))
+
+            edits = [json_loads(text) for first, last in runs for _seq, text
+                     in tx.payloads_between(key, first, last, from_depth=stop, entry_type="context_edit")]
+            compaction_seq = facts.compaction_seq
+            compaction = one(compaction_seq)
+
+            def entries() -> Iterator[tuple[Json, bool]]:
+                for first, last in runs:
+                    for start in range(first, last + 1, STREAM_PAGE):
+                        page = tx.payloads_between(key, start, min(last, start + STREAM_PAGE - 1), from_depth=stop)
+                        for seq, text in page:
+                            yield json_loads(text), seq == compaction_seq
+                        del page
+
+            yield StreamedSlice(leaf, compaction, one(facts.thinking_seq), one(facts.model_seq), edits, entries())
+
+    def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
+        """``js_dumpb([root.to_json() for root in self.tree(session_id)], indent=2)`` and a newline, written
+        piece by piece: the tree's links (seqs only) are read first, then the payloads in pages, in the
+        order the nested JSON names them (see ``records.write_tree_json``)."""
+        with self._session_read(session_id) as (tx, row):
+            key = row.key
+            seqs: array[int] = array("q")
+            parents: array[int] = array("q")
+            for seq, parent_seq in tx.tree_links(key):
+                seqs.append(seq)
+                parents.append(-1 if parent_seq is None else parent_seq)
+            labels = LabelState()
+            for payload in decode_payloads(tx.payloads_of_type(key, "label")):
+                labels.add(payload)
+
+            def payloads(wanted: Iterator[int]) -> Iterator[Json]:
+                return _payloads_in_order(tx, key, wanted)
+
+            write_tree_json(fp, seqs, parents, row.leaf_seq, labels, payloads)
+
     def labels(self, session_id: str) -> dict[str, Any]:
         """Resolved labels: target entry id -> label, over every entry in append order (any branch),
         as pi resolves them (see :class:`LabelState`)."""
@@ -847,6 +902,44 @@ def _source_row(
     return SourceRow(key, to_db(path), stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
                      head_bytes, tail_bytes, f"{head_digest}:{tail_digest}", version,
                      encode_dangling(reader.awaited), now_iso())
+
+
+STREAM_PAGE = 2_000
+"""Entries per page of a streamed read (a range of seqs, read in one statement)."""
+
+
+@dataclass(slots=True)
+class StreamedSlice:
+    """:class:`ContextSlice` whose path is streamed: ``entries`` yields each entry of the path from the
+    context's start to the leaf with whether it is ``compaction`` (the path's last compaction, given
+    here too, decoded); ``edit_entries`` are the slice's ``context_edit`` entries in path order."""
+
+    leaf_id: str | None
+    compaction: Json | None
+    thinking_entry: Json | None
+    model_entry: Json | None
+    edit_entries: list[Json]
+    entries: Iterator[tuple[Json, bool]]
+
+
+def _payloads_in_order(tx: Tx, key: int, wanted: Iterator[int]) -> Iterator[Json]:
+    """The decoded payloads of the seqs ``wanted`` yields, in that order: consecutive seqs are read as one
+    range, at most ``STREAM_PAGE`` at a time."""
+    pending: list[int] = []
+
+    def flush() -> Iterator[Json]:
+        first, last = pending[0], pending[-1]
+        by_seq = dict(tx.payloads_between(key, first, last))
+        for seq in pending:
+            yield json_loads(by_seq[seq])
+        pending.clear()
+
+    for seq in wanted:
+        if pending and (seq != pending[-1] + 1 or len(pending) >= STREAM_PAGE):
+            yield from flush()
+        pending.append(seq)
+    if pending:
+        yield from flush()
 
 
 def stored_payload(entry: Json) -> str:

@@ -160,6 +160,16 @@ STATEMENTS = Statements(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = %(key)s"
         ' AND entry_id LIKE %(pattern)s ORDER BY entry_id COLLATE "C" LIMIT %(limit)s'
     ),
+    path_runs=path_sql(ENTRIES, "%({})s") + " SELECT first_seq, last_seq FROM runs ORDER BY first_seq",
+    payloads_between=(
+        f"SELECT seq, {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq BETWEEN %(first)s AND %(last)s"
+        " AND depth >= %(stop)s ORDER BY seq"
+    ),
+    typed_payloads_between=(
+        f"SELECT seq, {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq BETWEEN %(first)s AND %(last)s"
+        " AND depth >= %(stop)s AND type = %(type)s ORDER BY seq"
+    ),
+    tree_links=f"SELECT seq, parent_seq FROM {ENTRIES} WHERE session_key = %(key)s ORDER BY seq",
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"

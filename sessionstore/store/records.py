@@ -3,11 +3,15 @@ map, and the ``UNSET`` marker of an omitted leaf (``None`` is a leaf: before the
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb_nested, newline_at
 
 if TYPE_CHECKING:
     from sessionstore.validate import Diagnostic
@@ -111,6 +115,103 @@ class TreeNode:
                 out["children"].append(child_out)
                 stack.append((child, child_out))
         return root
+
+
+def write_tree_json(
+    fp: IO[bytes],
+    seqs: array[int],
+    parents: array[int],
+    leaf_seq: int | None,
+    labels: LabelState,
+    payloads: Callable[[Iterator[int]], Iterator[Json]],
+) -> None:
+    """``js_dumpb([root.to_json() for root in roots], indent=2) + b"\\n"`` of the tree whose entries have
+    the ascending ``seqs`` and, at the same positions, the parents' seqs ``parents`` (-1: a root), written
+    one node at a time, in :meth:`TreeNode.to_json`'s shape (``entry``, ``onActivePath``, ``label`` when
+    the entry has one, ``children``; children in append order). ``payloads(order)`` gives the entries of
+    the seqs ``order`` yields, in that order (the order the JSON names them: depth first). Held at once:
+    the links (three integers per entry) and one page of payloads, whatever the tree's size or depth."""
+    count = len(seqs)
+    first_child = array("q", [-1]) * count
+    last_child = array("q", [-1]) * count
+    next_sibling = array("q", [-1]) * count
+    first_root = last_root = -1
+    for position in range(count):
+        parent_seq = parents[position]
+        if parent_seq < 0:
+            if first_root < 0:
+                first_root = position
+            else:
+                next_sibling[last_root] = position
+            last_root = position
+            continue
+        parent = bisect_left(seqs, parent_seq)
+        if first_child[parent] < 0:
+            first_child[parent] = position
+        else:
+            next_sibling[last_child[parent]] = position
+        last_child[parent] = position
+    del last_child
+    active = bytearray(count)
+    seq_on_path = leaf_seq
+    while seq_on_path is not None and seq_on_path >= 0:
+        position = bisect_left(seqs, seq_on_path)
+        active[position] = 1
+        seq_on_path = parents[position]
+
+    def order() -> Iterator[int]:
+        stack = [first_root] if first_root >= 0 else []
+        while stack:
+            position = stack.pop()
+            yield seqs[position]
+            if next_sibling[position] >= 0:
+                stack.append(next_sibling[position])
+            if first_child[position] >= 0:
+                stack.append(first_child[position])
+
+    with gc_paused():
+        _write_nodes(fp, payloads(order()), first_root, first_child, next_sibling, active, labels)
+
+
+def _write_nodes(fp: IO[bytes], entries: Iterator[Json], first_root: int, first_child: array[int],
+                 next_sibling: array[int], active: bytearray, labels: LabelState) -> None:
+    out = JsonPieces(fp)
+    put = out.put
+    if first_root < 0:
+        put(b"[]\n")
+        out.flush()
+        return
+    put(b"[")
+    # frames: [next position to write, the depth its object is at, first of its array, owner is a node]
+    frames: list[list[int]] = [[first_root, 1, 1, 0]]
+    while frames:
+        frame = frames[-1]
+        position, depth = frame[0], frame[1]
+        if position < 0:
+            frames.pop()
+            put(newline_at(depth - 1) + b"]")
+            if frame[3]:
+                put(newline_at(depth - 2) + b"}")
+            continue
+        frame[0] = next_sibling[position]
+        put(newline_at(depth) if frame[2] else b"," + newline_at(depth))
+        frame[2] = 0
+        entry = next(entries)
+        inner = newline_at(depth + 1)
+        put(b"{" + inner + b'"entry": ' + js_dumpb_nested(entry, depth + 1) + b"," + inner
+            + (b'"onActivePath": true' if active[position] else b'"onActivePath": false'))
+        label = labels.current.get(entry["id"]) if isinstance(entry, dict) else None
+        if label is not None and label[0] is not None:
+            put(b"," + inner + b'"label": ' + js_dumpb_nested(label[0], depth + 1))
+        put(b"," + inner + b'"children": ')
+        child = first_child[position]
+        if child < 0:
+            put(b"[]" + newline_at(depth) + b"}")
+        else:
+            put(b"[")
+            frames.append([child, depth + 2, 1, 1])
+    put(b"\n")
+    out.flush()
 
 
 @dataclass(slots=True)

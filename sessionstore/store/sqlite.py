@@ -148,6 +148,16 @@ STATEMENTS = Statements(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = :key AND entry_id >= :prefix"
         " AND entry_id < :upper AND substr(entry_id, 1, :length) = :prefix ORDER BY entry_id LIMIT :limit"
     ),
+    path_runs=path_sql(ENTRIES, ":{}") + " SELECT first_seq, last_seq FROM runs ORDER BY first_seq",
+    payloads_between=(
+        f"SELECT seq, payload FROM {ENTRIES} WHERE session_key = :key AND seq BETWEEN :first AND :last"
+        " AND depth >= :stop ORDER BY seq"
+    ),
+    typed_payloads_between=(
+        f"SELECT seq, payload FROM {ENTRIES} WHERE session_key = :key AND seq BETWEEN :first AND :last"
+        " AND depth >= :stop AND type = :type ORDER BY seq"
+    ),
+    tree_links=f"SELECT seq, parent_seq FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
 )
 
 TRIGRAM = 3
@@ -201,6 +211,16 @@ class SqliteTx(StatementTx):
         finally:
             connection.text_factory = str
         return path_slice(rows)
+
+    def payloads_between(self, key: int, first_seq: int, last_seq: int, *, from_depth: int = 0,
+                         entry_type: str | None = None) -> list[tuple[int, str | bytes]]:
+        """The stored UTF-8 of each payload as ``bytes`` (decoded once, by the JSON codec)."""
+        connection = self.cursor.connection
+        connection.text_factory = bytes
+        try:
+            return super().payloads_between(key, first_seq, last_seq, from_depth=from_depth, entry_type=entry_type)
+        finally:
+            connection.text_factory = str
 
     def write_payload_lines(self, key: int, fp: IO[bytes]) -> int:
         connection = self.cursor.connection

@@ -93,6 +93,15 @@ class Statements:
     """:class:`EntryBrief` of session ``key``'s entries whose id starts with the literal ``prefix``, by id,
     at most ``limit`` (parameters: ``prefix``, ``length``, ``upper``, a bound above every id with the
     prefix, and ``pattern``, a LIKE pattern of it; each database uses those it needs)."""
+    path_runs: str
+    """``first_seq, last_seq`` of each run of the path ending at ``leaf`` from depth ``stop``, root first."""
+    payloads_between: str
+    """``seq, payload`` of session ``key``'s entries with ``first`` <= seq <= ``last`` and depth >= ``stop``,
+    in seq order."""
+    typed_payloads_between: str
+    """``payloads_between`` of the entries of ``type`` only."""
+    tree_links: str
+    """``seq, parent_seq`` of every entry of session ``key``, in seq order."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -254,6 +263,24 @@ class StatementTx:
 
     def put_source(self, row: SourceRow) -> None:
         self.cursor.execute(self.sql.put_source, row)
+
+    # -- streamed reads (bounded ranges: the caller pages) ------------------------------------------
+    def path_runs(self, key: int, leaf_seq: int, *, from_depth: int) -> list[tuple[int, int]]:
+        rows = self._all(self.sql.path_runs, {"key": key, "leaf": leaf_seq, "stop": from_depth})
+        return [(int(first), int(last)) for first, last in rows]
+
+    def payloads_between(self, key: int, first_seq: int, last_seq: int, *, from_depth: int = 0,
+                         entry_type: str | None = None) -> list[tuple[int, str | bytes]]:
+        params: dict[str, Any] = {"key": key, "first": first_seq, "last": last_seq, "stop": from_depth}
+        if entry_type is None:
+            return [(int(seq), payload) for seq, payload in self._all(self.sql.payloads_between, params)]
+        params["type"] = entry_type
+        return [(int(seq), payload) for seq, payload in self._all(self.sql.typed_payloads_between, params)]
+
+    def tree_links(self, key: int) -> Iterator[tuple[int, int | None]]:
+        self.cursor.execute(self.sql.tree_links, {"key": key})
+        while rows := self.cursor.fetchmany(FETCH_ROWS):
+            yield from rows
 
     def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
         if rows:

@@ -98,6 +98,46 @@ def _compile_fields(declared: tuple[WireField, ...], *, skip: frozenset[str] = f
     return check
 
 
+_PLAIN_CONTAINERS: Final = 10_000
+"""Containers :func:`_plain_json_object` looks at before it leaves a value to the full check."""
+
+
+def _plain_json_object(value: Any) -> bool:
+    """Whether ``value`` is plainly a JSON object: an exact ``dict`` of string keys whose values are exact
+    ``dict``/``list``/``str``/``int``/``bool``/``None`` and finite ``float`` (a decoded payload's tool
+    arguments). ``False`` decides nothing: ``find_json_object_problem`` then reads the value (also a
+    cycle, which shows here as more than ``_PLAIN_CONTAINERS`` containers)."""
+    if type(value) is not dict:
+        return False
+    isfinite = math.isfinite
+    stack: list[Any] = [value]
+    budget = _PLAIN_CONTAINERS
+    while stack:
+        container = stack.pop()
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str:
+                    return False
+            children: Any = container.values()
+        else:
+            children = container
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue
+            if kind is float:
+                if not isfinite(child):
+                    return False
+                continue
+            if kind is not dict and kind is not list:
+                return False
+            budget -= 1
+            if budget < 0:
+                return False
+            stack.append(child)
+    return True
+
+
 BlockCheck = Callable[[list[Any], "Calls | None"], bool]
 
 
@@ -120,7 +160,8 @@ def _compile_blocks(variants: Mapping[str, tuple[WireField, ...]]) -> BlockCheck
                 call_id, name = block.get("id"), block.get("name")
                 if type(call_id) is not str or not call_id or type(name) is not str or "arguments" not in block:
                     return False
-                if find_json_object_problem(block["arguments"]) is not None:
+                arguments = block["arguments"]
+                if not _plain_json_object(arguments) and find_json_object_problem(arguments) is not None:
                     return False
                 if calls is None:  # (a tool call outside assistant content is reported by the full rules)
                     return False

@@ -83,3 +83,53 @@ def _roles(known_roles: object) -> frozenset[str]:
     except Exception:
         pass  # roles read before the failure still count; the rest are reported as UNKNOWN_ROLE
     return frozenset(roles)
+
+
+class TranscriptValidation:
+    """:func:`validate_transcript` of a transcript given one message at a time (``add``), for a
+    transcript too large to hold: the same shape rules per message (``_shape``) and the same linkage
+    pass over the tool records at the end (``diagnostics``). Holds the findings, the tool call and
+    result records and the entry ids of the messages they name, not the messages."""
+
+    __slots__ = ("_count", "_failure", "_ids", "_scan")
+
+    def __init__(self, known_roles: Iterable[str] | None = None) -> None:
+        self._scan = _shape.ShapeScan(_roles(known_roles))
+        self._failure: Finding | None = None
+        self._ids: dict[int, str | None] = {}
+        self._count = 0
+
+    def add(self, message: object, entry_id: object = None) -> None:
+        """Check the next message (``entry_id``: the entry it came from)."""
+        if self._failure is not None:
+            return
+        index = self._count
+        self._count += 1
+        scan = self._scan
+        before = len(scan.findings) + len(scan.calls) + len(scan.results)
+        try:
+            _shape._scan_message(scan, index, message)
+        except Exception as exc:
+            self._failure = Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
+        if len(scan.findings) + len(scan.calls) + len(scan.results) != before:
+            self._ids[index] = exact_str(entry_id)
+
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """Every diagnostic of the messages added so far, in :func:`validate_transcript`'s order."""
+        scan = self._scan
+        findings = list(scan.findings)
+        if self._failure is not None:
+            findings.append(self._failure)
+        else:
+            try:
+                findings.extend(_linkage.link_tool_rounds(scan.calls, scan.results))
+            except Exception as exc:
+                findings.append(
+                    Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
+                )
+        ids = self._ids
+        return tuple(
+            Diagnostic(f.code, f.message_index, ids.get(f.message_index) if f.message_index is not None else None,
+                       f.message)
+            for f in findings
+        )

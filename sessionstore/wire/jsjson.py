@@ -6,20 +6,24 @@ reader in JavaScript rounds it), a float prints as ``Number#toString`` prints it
 ``JSON.stringify`` escapes them (lone surrogates as ``\\udxxx``, a surrogate pair held as two code points
 as the one character it encodes, everything else beyond the C0 controls raw); key order is kept.
 
-orjson writes the same text for plain data, so it does the work (C speed) whenever it can: its output
-is searched for the few number forms where it differs from JavaScript (``5.0``, exponents), and only
-then is the value walked and the odd numbers replaced. What orjson refuses (lone surrogates, integers
-beyond 2**53, non-string keys, nesting deeper than 254) is written by an iterative writer here, which
-hands each of the first few levels' containers back to orjson when it can take them.
+orjson writes the same text for plain data, so it does the work (C speed) whenever it can: the value
+is walked for the few numbers it writes differently from JavaScript (integral floats such as ``5.0``,
+exponents), and only the containers on the way to one are copied with its JavaScript text (a walk of
+the values costs far less than a search of the text, which long strings make long). What orjson
+refuses (lone surrogates, integers beyond 2**53, non-string keys, nesting deeper than 254) is written
+by an iterative writer here, which hands each of the first few levels' containers back to orjson when
+it can take them.
 
 Nothing here recurses: a value nested 100,000 deep is written like any other.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from json.encoder import encode_basestring  # C speed: escapes as JSON.stringify does, surrogates aside
 from typing import Any
 
@@ -27,7 +31,10 @@ import orjson
 
 from sessionstore.models.js import js_number
 
-__all__ = ["escape_surrogates", "js_dumpb", "js_dumps", "js_number_text", "js_string"]
+__all__ = [
+    "JsonPieces", "escape_surrogates", "gc_paused", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_number_text",
+    "js_string", "newline_at",
+]
 
 MAX_SAFE = 2**53
 """Integers up to this magnitude are exact in a double; beyond it JavaScript reads the nearest one."""
@@ -35,9 +42,6 @@ HANDOFF_DEPTH = 3
 """The iterative writer offers containers down to this depth to orjson (each offer that fails costs
 up to the container's size in C; bounded depth bounds that to a few passes over the value)."""
 
-# Number forms orjson writes differently from JavaScript: an integral float ("5.0", "-0.0") and
-# exponents ("1e16", "3e-6"). Matches inside strings only cost a walk of the value.
-_MAYBE_DIFF = re.compile(rb"\d\.0(?:[,}\]\n]|$)|\d[eE][+-]?\d")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR_OR_LONE = re.compile("([\ud800-\udbff][\udc00-\udfff])|[\ud800-\udfff]")
 _INDENT_2 = re.compile(rb"\n((?:  )*)")
@@ -136,7 +140,73 @@ def _has_odd_numbers(value: Any) -> bool:
 def _orjson_float_differs(value: float) -> bool:
     if not math.isfinite(value) or (not value.is_integer() and abs(value) >= 1e-5):
         return False  # both write null, or both write the shortest digits in fixed notation
+    if value.is_integer():
+        return True  # orjson writes "5.0" or "1e16", JavaScript "5" and "10000000000000000"
     return orjson.dumps(value).decode() != _float_text(value)
+
+
+class _Unusual(Exception):
+    """A value :func:`_patched_numbers` leaves to :func:`_with_js_numbers` (not plain dicts and lists)."""
+
+
+def _patched_numbers(value: Any) -> Any:
+    """``value`` itself when orjson writes its numbers as JavaScript does, else :func:`_with_js_numbers`
+    of it, for a value orjson wrote (so no cycle, nesting within its limit). Plain dicts, lists and
+    scalars are walked once, and only the containers on the way to a number that changes are copied (a
+    message with a float in its usage copies the usage, not its content)."""
+    try:
+        return _patch(value)
+    except _Unusual:
+        return _with_js_numbers(value) if _has_odd_numbers(value) else value
+
+
+_FLOAT_TEXTS: dict[float, Any] = {}
+"""Floats of the forms orjson and JavaScript write differently, met by :func:`_patch`: the value or its
+``orjson.Fragment`` (usage costs repeat; cleared when large)."""
+
+
+def _js_float(value: float) -> Any:
+    """``value`` (a finite float, integral or below 1e-5) or the ``orjson.Fragment`` of its JavaScript text."""
+    if value == 0.0:  # 0.0 and -0.0 are one key
+        return _fixed_number(value)
+    fixed = _FLOAT_TEXTS.get(value)
+    if fixed is None:
+        if len(_FLOAT_TEXTS) >= 4096:
+            _FLOAT_TEXTS.clear()
+        fixed = _FLOAT_TEXTS[value] = _fixed_number(value)
+    return fixed
+
+
+def _patch(value: Any) -> Any:
+    kind = type(value)
+    items: Any
+    if kind is dict:
+        items = value.items()
+    elif kind is list:
+        items = enumerate(value)
+    elif kind is float:
+        return _fixed_number(value)
+    elif kind is str or kind is bool or value is None or kind is int:
+        return value
+    else:
+        raise _Unusual
+    copy: Any = None
+    for key, item in items:
+        kinds = type(item)
+        if kinds is str or kinds is int or kinds is bool or item is None:
+            continue
+        if kinds is float:
+            # only integral floats and those below 1e-5 may be written differently (not NaN, infinities)
+            if not (item.is_integer() or -1e-5 < item < 1e-5):
+                continue
+            fixed = _js_float(item)
+        else:
+            fixed = _patch(item)
+        if fixed is not item:
+            if copy is None:
+                copy = dict(value) if kind is dict else list(value)
+            copy[key] = fixed
+    return value if copy is None else copy
 
 
 def _fixed_number(item: Any) -> Any:
@@ -310,8 +380,9 @@ def js_dumpb(value: Any, *, indent: int | None = None) -> bytes:
     except TypeError:
         pass
     else:
-        if _MAYBE_DIFF.search(out) and _has_odd_numbers(value):
-            out = _orjson(_with_js_numbers(value), indented)
+        fixed = _patched_numbers(value)
+        if fixed is not value:
+            out = _orjson(fixed, indented)
         return out if unit is None else _reindent(out, unit, 0)
     fixed = _with_js_numbers(value)
     try:
@@ -324,3 +395,57 @@ def js_dumpb(value: Any, *, indent: int | None = None) -> bytes:
 def js_dumps(value: Any, *, indent: int | None = None) -> str:
     """``JSON.stringify(value, null, indent)`` as JavaScript writes it for the data pi would have read."""
     return js_dumpb(value, indent=indent).decode()
+
+
+def js_dumpb_nested(value: Any, depth: int) -> bytes:
+    """``js_dumpb(value, indent=2)`` as it reads inside a larger value written with ``indent=2``, where
+    ``value`` is ``depth`` levels deep: the same text, each line after the first indented ``depth``
+    levels more (JSON.stringify writes a nested value the way it writes it alone). What a writer of
+    a large value, one part at a time, puts between the parts."""
+    out = js_dumpb(value, indent=2)
+    return _reindent(out, "  ", depth) if depth else out
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a streamed writer's loop, back on after (when it was on): the
+    loop makes and drops many small containers (decoded payloads, trees without cycles) that reference
+    counting frees, and the collector's passes over them and over what the caller holds cost a third
+    of the time of a large session's ``context --json``. A cycle made meanwhile is collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class JsonPieces:
+    """Bytes written to ``fp`` in pieces of about ``size`` (a streamed writer's many small parts, few
+    writes)."""
+
+    __slots__ = ("_fp", "_parts", "_pending", "_size")
+
+    def __init__(self, fp: Any, size: int = 1 << 20) -> None:
+        self._fp = fp
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._size = size
+
+    def put(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._pending += len(data)
+        if self._pending >= self._size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            self._fp.write(b"".join(self._parts))
+            self._parts.clear()
+            self._pending = 0
+
+
+def newline_at(depth: int) -> bytes:
+    """A newline and the indentation of ``depth`` levels of ``indent=2``."""
+    return b"\n" + b"  " * depth
