@@ -341,8 +341,9 @@ class SessionStore:
             )
 
     def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
-        """Write ``js_dumpb([root.to_json() for root in self.tree(session_id)], indent=2)`` and a newline to
-        ``fp``, the same bytes, one node at a time (memory bounded by the tree's links, not its payloads)."""
+        """Write ``tree --json``'s form of the tree to ``fp``: ``js_dumpb(flat_tree_json(self.tree(session_id)),
+        indent=2)`` and a newline, the same bytes, one node at a time (memory bounded by the tree's links,
+        not its payloads; see ``records.flat_tree_json`` for why it is flat)."""
         self._entries.write_tree_json(session_id, fp)
 
     def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:

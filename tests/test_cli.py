@@ -131,27 +131,36 @@ def nested_json(node: TreeNode) -> dict[str, object]:
     return out
 
 
-def test_tree_json_keeps_its_shape(run, db_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_tree_nests_and_tree_json_lists_the_same_nodes_depth_first(run, db_url: str) -> None:  # type: ignore[no-untyped-def]
     sid = run("import", str(FIXTURES / "valid" / "tree-v3.jsonl")).stdout.strip()
     run("label", sid, "e02", "start")
     with SessionStore(db_url) as store:
         roots = store.tree(sid)
-    expected = [nested_json(root) for root in roots]
-    assert [root.to_json() for root in roots] == expected
-    assert run("tree", "--json", sid).stdout == js_dumps(expected, indent=2) + "\n"  # key order too
-    assert list(expected[0]) == ["entry", "onActivePath", "children"]
-    assert [list(node) for node in walk(expected) if node["entry"]["id"] == "e02"] == [  # type: ignore[index]
-        ["entry", "onActivePath", "label", "children"]
+    nested = [nested_json(root) for root in roots]
+    assert [root.to_json() for root in roots] == nested  # the API's shape: pi's getTree
+    printed = run("tree", "--json", sid).stdout
+    flat = json.loads(printed)
+    assert printed == js_dumps(flat, indent=2) + "\n"  # key order too
+    depth_first = walk_with_depth(nested)
+    assert [node["entry"] for node in flat] == [node["entry"] for node, _depth in depth_first]
+    assert [node["depth"] for node in flat] == [depth for _node, depth in depth_first]
+    assert [node["children"] for node in flat] == [len(node["children"]) for node, _depth in depth_first]  # type: ignore[arg-type]
+    assert list(flat[0]) == ["entry", "onActivePath", "depth", "children"]
+    assert [list(node) for node in flat if node["entry"]["id"] == "e02"] == [
+        ["entry", "onActivePath", "label", "depth", "children"]
     ]
-    assert '"cost": 0.000036' not in js_dumps(expected) and '"input":0.000036' in js_dumps(expected)
+    assert [n["onActivePath"] for n in flat] == [n["onActivePath"] for n, _depth in depth_first]
+    assert '"cost": 0.000036' not in printed and '"input": 0.000036' in printed
 
 
-def walk(nodes: list[dict[str, object]]) -> list[dict[str, object]]:
-    out, stack = [], list(nodes)
+def walk_with_depth(nodes: list[dict[str, object]]) -> list[tuple[dict[str, object], int]]:
+    """Depth first, children in order, with each node's depth."""
+    out: list[tuple[dict[str, object], int]] = []
+    stack = [(node, 0) for node in reversed(nodes)]
     while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(node["children"])  # type: ignore[arg-type]
+        node, depth = stack.pop()
+        out.append((node, depth))
+        stack.extend((child, depth + 1) for child in reversed(node["children"]))  # type: ignore[call-overload]
     return out
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -72,16 +71,6 @@ def json_commands(session_id: str, entry_id: str) -> list[list[str]]:
     ]
 
 
-@pytest.fixture
-def deep_json() -> Iterator[None]:
-    """Python's json reader recurses per nesting level: tree --json nests a run as deep as it is long."""
-    before = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(before, 20_000))
-    yield
-    sys.setrecursionlimit(before)
-
-
-@pytest.mark.usefixtures("deep_json")
 def test_every_time_in_json_output_is_iso_8601(database: tuple[str, str, str]) -> None:
     url, session_id, entry_id = database
     for command in json_commands(session_id, entry_id):

@@ -1,6 +1,6 @@
 """The streamed ``--json`` outputs (issue 14 item 2) are the bytes of the in-memory ones: the context
 (``write_context_json`` against ``js_dumpb(context().to_json(), indent=2)``) and the tree
-(``write_tree_json`` against ``js_dumpb([r.to_json() for r in tree()], indent=2)``), on the real pi
+(``write_tree_json`` against ``js_dumpb(flat_tree_json(tree()), indent=2)``), on the real pi
 files, every fixture, and hand-made sessions with what the context rules treat specially, at every
 leaf. No time is measured here (``benchmarks/memory.py`` gives the figures)."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from sessionstore.api import SessionStore
 from sessionstore.errors import SessionStoreError
-from sessionstore.store.records import UNSET
+from sessionstore.store.records import UNSET, flat_tree_json
 from sessionstore.wire.jsjson import js_dumpb
 from tests.builders import TS_MS, assistant, entry, msg, result, user
 from tests.paths import FIXTURES, PI_FILES, ROOT
@@ -36,7 +36,7 @@ def streamed_context(store: SessionStore, sid: str, leaf: Any = UNSET, provider_
 
 
 def in_memory_tree(store: SessionStore, sid: str) -> bytes:
-    return js_dumpb([root.to_json() for root in store.tree(sid)], indent=2) + b"\n"
+    return js_dumpb(flat_tree_json(store.tree(sid)), indent=2) + b"\n"
 
 
 def streamed_tree(store: SessionStore, sid: str) -> bytes:

@@ -581,9 +581,9 @@ class EntryStore:
             yield StreamedSlice(leaf, compaction, one(facts.thinking_seq), one(facts.model_seq), edits, entries())
 
     def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
-        """``js_dumpb([root.to_json() for root in self.tree(session_id)], indent=2)`` and a newline, written
-        piece by piece: the tree's links (seqs only) are read first, then the payloads in pages, in the
-        order the nested JSON names them (see ``records.write_tree_json``)."""
+        """``js_dumpb(flat_tree_json(self.tree(session_id)), indent=2)`` and a newline, written piece by
+        piece: the tree's links (seqs only) are read first, then the payloads in pages, depth first (see
+        ``records.write_tree_json``)."""
         with self._session_read(session_id) as (tx, row):
             key = row.key
             seqs: array[int] = array("q")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
@@ -117,6 +118,26 @@ class TreeNode:
         return root
 
 
+def flat_tree_json(roots: Sequence[TreeNode]) -> list[Json]:
+    """The tree as ``tree --json`` prints it: one object per entry, depth first (children in append
+    order), ``{"entry", "onActivePath", "label"?, "depth", "children"}`` (``depth``: 0 for a root;
+    ``children``: how many). Flat, unlike :meth:`TreeNode.to_json`: a session's tree is as deep as its
+    longest branch, and JSON nested thousands of levels deep is more than most readers take (and,
+    indented, grows with the square of the depth)."""
+    out: list[Json] = []
+    stack: list[tuple[TreeNode, int]] = [(root, 0) for root in reversed(roots)]
+    while stack:
+        node, depth = stack.pop()
+        item: Json = {"entry": node.entry, "onActivePath": node.on_active_path}
+        if node.label is not None:
+            item["label"] = node.label
+        item["depth"] = depth
+        item["children"] = len(node.children)
+        out.append(item)
+        stack.extend((child, depth + 1) for child in reversed(node.children))
+    return out
+
+
 def write_tree_json(
     fp: IO[bytes],
     seqs: array[int],
@@ -125,16 +146,16 @@ def write_tree_json(
     labels: LabelState,
     payloads: Callable[[Iterator[int]], Iterator[Json]],
 ) -> None:
-    """``js_dumpb([root.to_json() for root in roots], indent=2) + b"\\n"`` of the tree whose entries have
-    the ascending ``seqs`` and, at the same positions, the parents' seqs ``parents`` (-1: a root), written
-    one node at a time, in :meth:`TreeNode.to_json`'s shape (``entry``, ``onActivePath``, ``label`` when
-    the entry has one, ``children``; children in append order). ``payloads(order)`` gives the entries of
-    the seqs ``order`` yields, in that order (the order the JSON names them: depth first). Held at once:
-    the links (three integers per entry) and one page of payloads, whatever the tree's size or depth."""
+    """``js_dumpb(flat_tree_json(roots), indent=2) + b"\\n"`` of the tree whose entries have the ascending
+    ``seqs`` and, at the same positions, the parents' seqs ``parents`` (-1: a root), written one node at
+    a time. ``payloads(order)`` gives the entries of the seqs ``order`` yields, in that order (depth
+    first). Held at once: the links (a few integers per entry) and one page of payloads, whatever the
+    tree's size or depth."""
     count = len(seqs)
     first_child = array("q", [-1]) * count
     last_child = array("q", [-1]) * count
     next_sibling = array("q", [-1]) * count
+    child_count = array("q", [0]) * count
     first_root = last_root = -1
     for position in range(count):
         parent_seq = parents[position]
@@ -146,6 +167,7 @@ def write_tree_json(
             last_root = position
             continue
         parent = bisect_left(seqs, parent_seq)
+        child_count[parent] += 1
         if first_child[parent] < 0:
             first_child[parent] = position
         else:
@@ -158,59 +180,35 @@ def write_tree_json(
         position = bisect_left(seqs, seq_on_path)
         active[position] = 1
         seq_on_path = parents[position]
+    walked: deque[tuple[int, int]] = deque()  # (position, depth) of the seqs handed out, not yet written
 
     def order() -> Iterator[int]:
-        stack = [first_root] if first_root >= 0 else []
+        stack = [(first_root, 0)] if first_root >= 0 else []
         while stack:
-            position = stack.pop()
+            position, depth = stack.pop()
+            walked.append((position, depth))
             yield seqs[position]
             if next_sibling[position] >= 0:
-                stack.append(next_sibling[position])
+                stack.append((next_sibling[position], depth))
             if first_child[position] >= 0:
-                stack.append(first_child[position])
+                stack.append((first_child[position], depth + 1))
 
-    with gc_paused():
-        _write_nodes(fp, payloads(order()), first_root, first_child, next_sibling, active, labels)
-
-
-def _write_nodes(fp: IO[bytes], entries: Iterator[Json], first_root: int, first_child: array[int],
-                 next_sibling: array[int], active: bytearray, labels: LabelState) -> None:
     out = JsonPieces(fp)
     put = out.put
-    if first_root < 0:
-        put(b"[]\n")
-        out.flush()
-        return
-    put(b"[")
-    # frames: [next position to write, the depth its object is at, first of its array, owner is a node]
-    frames: list[list[int]] = [[first_root, 1, 1, 0]]
-    while frames:
-        frame = frames[-1]
-        position, depth = frame[0], frame[1]
-        if position < 0:
-            frames.pop()
-            put(newline_at(depth - 1) + b"]")
-            if frame[3]:
-                put(newline_at(depth - 2) + b"}")
-            continue
-        frame[0] = next_sibling[position]
-        put(newline_at(depth) if frame[2] else b"," + newline_at(depth))
-        frame[2] = 0
-        entry = next(entries)
-        inner = newline_at(depth + 1)
-        put(b"{" + inner + b'"entry": ' + js_dumpb_nested(entry, depth + 1) + b"," + inner
-            + (b'"onActivePath": true' if active[position] else b'"onActivePath": false'))
-        label = labels.current.get(entry["id"]) if isinstance(entry, dict) else None
-        if label is not None and label[0] is not None:
-            put(b"," + inner + b'"label": ' + js_dumpb_nested(label[0], depth + 1))
-        put(b"," + inner + b'"children": ')
-        child = first_child[position]
-        if child < 0:
-            put(b"[]" + newline_at(depth) + b"}")
-        else:
-            put(b"[")
-            frames.append([child, depth + 2, 1, 1])
-    put(b"\n")
+    with gc_paused():
+        put(b"[")
+        inner = newline_at(2)
+        for written, entry in enumerate(payloads(order())):
+            position, depth = walked.popleft()
+            put((b"," if written else b"") + newline_at(1) + b"{" + inner + b'"entry": '
+                + js_dumpb_nested(entry, 2) + b"," + inner
+                + (b'"onActivePath": true' if active[position] else b'"onActivePath": false'))
+            label = labels.current.get(entry["id"]) if isinstance(entry, dict) else None
+            if label is not None and label[0] is not None:
+                put(b"," + inner + b'"label": ' + js_dumpb_nested(label[0], 2))
+            put(b"," + inner + b'"depth": ' + str(depth).encode() + b"," + inner + b'"children": '
+                + str(child_count[position]).encode() + newline_at(1) + b"}")
+        put(b"\n]\n" if first_root >= 0 else b"]\n")
     out.flush()
 
 
