@@ -37,7 +37,7 @@ from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, Sess
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
 from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
-from sessionstore.validate import Diagnostic, validate_transcript
+from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 
 if TYPE_CHECKING:
@@ -292,6 +292,8 @@ class SessionStore:
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
+        from sessionstore.validate import validate_transcript  # (the validators load with the first context)
+
         part = self._entries.context_slice(session_id, leaf_id)
         built = build_session_context(part.path, thinking_entry=part.thinking_entry, model_entry=part.model_entry)
         diagnostics = list(built.diagnostics)
