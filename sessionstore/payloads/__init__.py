@@ -32,10 +32,19 @@ from typing import Any, Literal
 from sessionstore.errors import InvalidInputError
 from sessionstore.payloads import anthropic, openai_chat, openai_responses
 from sessionstore.payloads.facts import ModelFacts, model_facts, model_ids, providers, registry_version
+from sessionstore.payloads.responses import (
+    anthropic_message_to_pi,
+    openai_chat_to_pi,
+    openai_response_to_pi,
+    record_anthropic,
+    record_openai_chat,
+    record_openai_response,
+)
 from sessionstore.payloads.transcript import initial_system_message
 
-__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "build_payload", "model_facts", "model_ids",
-           "providers", "registry_version"]
+__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to_pi", "build_payload", "model_facts",
+           "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
+           "record_openai_chat", "record_openai_response", "registry_version"]
 
 Json = dict[str, Any]
 CacheRetention = Literal["short", "long", "none"]

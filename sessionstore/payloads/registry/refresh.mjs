@@ -1,6 +1,7 @@
 // Writes sessionstore/payloads/models.json from pi-ai's model registry: the facts of every model that
-// sessionstore.payloads reads when it builds a request (the rest of a registry entry — name, cost,
-// context window, limits — stays out).
+// sessionstore.payloads reads when it builds a request, and its cost (the prices pi-ai's calculateCost
+// turns a response's usage into usage.cost with, read by payloads/responses.py); the rest of a registry
+// entry — name, context window, limits — stays out.
 //
 //   SESSIONSTORE_PI_DIR=…/node_modules node sessionstore/payloads/registry/refresh.mjs [OUT]
 //
@@ -8,9 +9,10 @@
 // .ci/install-pi.sh fills: ${XDG_CACHE_HOME:-$HOME/.cache}/sessionstore/pi-1.6.0/node_modules).
 // OUT defaults to models.json beside this script's directory. Output: {"piAi": version, "models":
 // {provider: {id: FACTS}}} in the registry's order, FACTS = {api, baseUrl, reasoning, input, maxTokens,
-// compat?, thinkingLevelMap?}: baseUrl because pi-ai detects a provider's quirks from it (openrouter.ai,
+// compat?, thinkingLevelMap?, cost}: baseUrl because pi-ai detects a provider's quirks from it (openrouter.ai,
 // api.openai.com, deepseek.com, …), compat verbatim because its defaults are applied per api at request
-// time, maxTokens because Anthropic's max_tokens defaults to it.
+// time, maxTokens because Anthropic's max_tokens defaults to it, cost ({input, output, cacheRead,
+// cacheWrite, tiers?} in dollars per million tokens) verbatim for the usage of a recorded response.
 //
 // The port reads no other field. A registry entry with a field that changes payloads and that the port
 // does not read (sampling parameters, an anthropic-beta header) makes this script fail rather than write
@@ -51,6 +53,7 @@ for (const [provider, byId] of Object.entries(MODELS)) {
             maxTokens: model.maxTokens,
             ...(model.compat === undefined ? {} : { compat: model.compat }),
             ...(model.thinkingLevelMap === undefined ? {} : { thinkingLevelMap: model.thinkingLevelMap }),
+            cost: model.cost,
         };
     }
 }
