@@ -71,3 +71,19 @@ def test_bad_input_and_unknown_models_are_one_line_errors() -> None:
     for given, provider, model, expected in cases:
         result = CliRunner().invoke(cli, ["payload", "--provider", provider, "--model", model], input=given)
         assert result.exit_code == 2 and expected in result.stderr and "Traceback" not in result.output, given
+
+
+def test_context_payload_is_the_payload_of_the_sessions_context(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    with SessionStore(url) as store:
+        session_id = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+        llm = store.context(session_id).llm
+    for provider, model in TARGETS:
+        result = CliRunner().invoke(cli, ["--db", url, "context", session_id, "--payload", "--provider", provider,
+                                          "--model", model, "--system-prompt", "You are pi."])
+        assert result.exit_code == 0, result.output
+        expected = build_payload({"messages": llm, "systemPrompt": "You are pi."}, provider=provider, model=model)
+        assert json.loads(result.stdout) == expected
+    for args in (["--payload"], ["--payload", "--provider", "openai"], ["--model", "gpt-5.2"]):
+        refused = CliRunner().invoke(cli, ["--db", url, "context", session_id, *args])
+        assert refused.exit_code == 2 and "--payload" in refused.output

@@ -625,20 +625,35 @@ def binary_stdout() -> Iterator[IO[bytes]]:
 @click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Build the context at this entry.")
 @click.option("--provider-safe", is_flag=True, help="Drop error/aborted turns, add results for unanswered calls.")
 @click.option("--full", is_flag=True, help="Do not shorten long texts in the readable output.")
+@click.option("--payload", "as_payload", is_flag=True,
+              help="Print the request body pi-ai 1.6 sends for it instead (with --provider and --model).")
+@click.option("--provider", default=None, type=TEXT, help="With --payload: the provider, as pi-ai names it.")
+@click.option("--model", "model_id", default=None, type=TEXT, help="With --payload: the model id in pi-ai's registry.")
+@click.option("--system-prompt", default=None, type=TEXT, help="With --payload: the system prompt to send.")
 @json_option
 @pass_ctx
 @handle_errors
 @entry_prefixes("leaf")
 def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: str | None, provider_safe: bool,
-            full: bool, as_json: bool) -> None:
+            full: bool, as_payload: bool, provider: str | None, model_id: str | None, system_prompt: str | None,
+            as_json: bool) -> None:
     """Show what a model call at the leaf of SESSION (or, with --latest, of the most recent session)
-    gets: messages, provider messages, diagnostics."""
+    gets: messages, provider messages, diagnostics; with --payload, the provider request itself.
+
+    \b
+    Examples:
+      sessionstore context 0194c2 --json
+      sessionstore context --latest --payload --provider anthropic --model claude-opus-4-5"""
     if session is None and not latest:
         raise click.UsageError("Missing argument 'SESSION' (or give --latest).")
     if session is not None and latest:
         raise click.UsageError("give a SESSION or --latest, not both")
     if cwd is not None and not latest:
         raise click.UsageError("--cwd goes with --latest")
+    if as_payload and (provider is None or model_id is None):
+        raise click.UsageError("--payload needs --provider and --model")
+    if not as_payload and (provider, model_id, system_prompt) != (None, None, None):
+        raise click.UsageError("--provider, --model and --system-prompt go with --payload")
     if session is None:
         found = ctx.store.most_recent_session(cwd=cwd)
         if found is None:
@@ -646,6 +661,15 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
         session_id = str(found)
     else:
         session_id = ctx.session_id(session)
+    if as_payload:
+        from sessionstore.cli.payload_cmd import payload_of
+
+        result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
+        context_of: dict[str, Any] = {"messages": result.llm}
+        if system_prompt is not None:
+            context_of["systemPrompt"] = system_prompt
+        emit_json(payload_of(context_of, provider=str(provider), model=str(model_id)))
+        return
     if as_json:  # streamed: the same bytes as emit_json(result.to_json()), in bounded memory
         with binary_stdout() as out:
             ctx.store.write_context_json(session_id, out, leaf_id=UNSET if leaf is None else leaf,
