@@ -44,6 +44,7 @@ from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from sessionstore.api import ContextResult, Leaf, SessionStore
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, HITS_PER_SESSION
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan
+from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from sessionstore.catalog.defaults import SortOrder
     from sessionstore.catalog.search import SearchResult
     from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport
+    from sessionstore.catalog.sync import Progress as SyncProgress
     from sessionstore.catalog.sync import SyncResult
     from sessionstore.models.content import WireModel
 
@@ -154,7 +156,11 @@ class AsyncSessionStore:
             submitted = pool.submit(job)
         except RuntimeError:  # shut down by an aclose() that began meanwhile
             raise StoreError("this AsyncSessionStore is closed") from None
-        return await asyncio.wrap_future(submitted)
+        try:
+            return await asyncio.wrap_future(submitted)
+        except asyncio.CancelledError:
+            submitted.cancel()  # now, not a loop iteration later as wrap_future would: a call not started stays so
+            raise
 
     async def open(self) -> AsyncSessionStore:
         """Wait until the database is open (the errors of ``SessionStore(url)``, e.g. ``SchemaError``)."""
@@ -284,7 +290,7 @@ class AsyncSessionStore:
 
     # -- context -------------------------------------------------------------------------------
     async def context(self, session_id: str, *, leaf_id: Leaf = UNSET, provider_safe: bool = False,
-                      transform_context: Callable[[list[dict[str, Any]]], Any] | None = None) -> ContextResult:
+                      transform_context: TransformContext | None = None) -> ContextResult:
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
         ``transform_context`` (sync or ``async def``) runs on the caller's loop."""
         return await self._run(SessionStore.context, session_id, leaf_id=leaf_id, provider_safe=provider_safe,
@@ -394,7 +400,7 @@ class AsyncSessionStore:
 
     # -- sync of a pi session directory --------------------------------------------------------
     async def sync(self, directory: str | Path | None = None, *, prune: bool = False, adopt: bool = False,
-                   progress: Callable[[int, int], None] | None = None) -> SyncResult:
+                   progress: SyncProgress | None = None) -> SyncResult:
         """Mirror a pi session directory into the store once (``SessionStore.sync``; ``progress`` runs on
         the caller's loop)."""
         return await self._run(SessionStore.sync, directory, prune=prune, adopt=adopt, progress=self._here(progress))
