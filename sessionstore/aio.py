@@ -20,7 +20,8 @@ between calls that were not awaited one after the other.
 
 Cancellation. A cancelled call that has not started never runs; one that has started runs to its end
 on the worker (every write is one transaction: it lands whole or not at all) and its result is
-dropped. :meth:`aclose` waits for the calls made before it. ``watch_sync`` stops at its next pause.
+dropped. :meth:`aclose` waits for the calls made before it. ``watch_sync`` stops at its next pause
+when its task is cancelled or the store closed.
 
 Callbacks (``transform_context``, ``progress``, ``on_cycle``) run on the caller's event loop, not on
 the worker: an ``async def`` hook is awaited there, and the call waits for it, so a hook may use the
@@ -138,6 +139,8 @@ class AsyncSessionStore:
         self._opened: concurrent.futures.Future[SessionStore] = self._pool.submit(
             SessionStore, url, durability=durability, upgrade=upgrade)
         self.workers = count
+        self._watches: set[threading.Event] = set()
+        """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""
 
     # -- running on the worker -----------------------------------------------------------------
     def _sync_store(self) -> SessionStore:
@@ -178,8 +181,11 @@ class AsyncSessionStore:
         return self._sync_store().database
 
     async def close(self) -> None:
-        """Wait for the calls already made, then close the database (again: nothing)."""
+        """Wait for the calls already made (a ``watch_sync`` under way stops at its next pause), then close
+        the database (again: nothing)."""
         pool, self._pool = self._pool, None
+        for stop in list(self._watches):
+            stop.set()
         if pool is not None:
             await asyncio.to_thread(self._shut_down, pool)
 
@@ -411,6 +417,7 @@ class AsyncSessionStore:
         """:meth:`sync` every ``interval`` seconds, ``cycles`` times or until the awaiting task is cancelled
         (the sync under way finishes first). It holds a worker meanwhile: on SQLite, give it a store of its own."""
         stop = threading.Event()
+        self._watches.add(stop)
 
         def pause(seconds: float) -> None:
             if stop.wait(seconds):
@@ -422,6 +429,10 @@ class AsyncSessionStore:
         except asyncio.CancelledError:
             stop.set()
             raise
+        except _Stopped:
+            raise StoreError("this AsyncSessionStore was closed while watch_sync ran") from None
+        finally:
+            self._watches.discard(stop)
 
     # -- callbacks -----------------------------------------------------------------------------
     @staticmethod

@@ -242,3 +242,13 @@ def test_the_readme_async_example_runs(tmp_path: Path, monkeypatch: pytest.Monke
     ctx = namespace["ctx"]
     assert [m["role"] for m in ctx.messages] == ["user"]
     assert len(ctx.llm) == 1
+
+
+async def test_close_stops_a_watch_sync_under_way(db_url: str, tmp_path: Path) -> None:
+    aio = AsyncSessionStore(db_url)
+    cycled = asyncio.Event()
+    watching = asyncio.ensure_future(aio.watch_sync(tmp_path, interval=60, on_cycle=lambda _result: cycled.set()))
+    await asyncio.wait_for(cycled.wait(), 30)
+    await asyncio.wait_for(aio.aclose(), 10)
+    with pytest.raises(StoreError, match="closed while watch_sync ran"):
+        await watching
