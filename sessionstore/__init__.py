@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sessionstore.aio import AsyncSessionStore as AsyncSessionStore
     from sessionstore.api import ContextResult as ContextResult
     from sessionstore.api import SessionStore as SessionStore
     from sessionstore.errors import EntryIdTakenError as EntryIdTakenError
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "SessionStore": "sessionstore.api",
+    "AsyncSessionStore": "sessionstore.aio",
     "ContextResult": "sessionstore.api",
     "ImportResult": "sessionstore.store.records",
     "user_message": "sessionstore.models.messages",

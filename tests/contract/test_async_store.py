@@ -1,0 +1,254 @@
+"""What only the async API has (``sessionstore.aio``), on both backends: the same methods as
+``SessionStore``, calls from many tasks at once, cancellation, callbacks on the caller's loop, closing."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import io
+import re
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionstore.aio import AsyncSessionStore
+from sessionstore.api import SessionStore
+from sessionstore.errors import (
+    EntryNotFoundError,
+    InvalidInputError,
+    LeafConflictError,
+    SessionNotFoundError,
+    StoreError,
+)
+from sessionstore.store.entry_store import EntryStore
+from tests.builders import assistant, user
+from tests.paths import PI_FILES, ROOT
+
+
+@pytest.fixture
+async def aio(db_url: str) -> AsyncIterator[AsyncSessionStore]:
+    async with AsyncSessionStore(db_url) as opened:
+        yield opened
+
+
+def public_methods(cls: type) -> dict[str, Any]:
+    return {name: member for name, member in vars(cls).items()
+            if not name.startswith("_") and inspect.isfunction(member)}
+
+
+@pytest.mark.parametrize("name", sorted(public_methods(SessionStore)))
+def test_every_session_store_method_has_an_awaitable_twin_with_its_signature(name: str) -> None:
+    twin = public_methods(AsyncSessionStore).get(name)
+    assert twin is not None and inspect.iscoroutinefunction(twin), f"AsyncSessionStore.{name} is missing"
+    sync_params = list(inspect.signature(getattr(SessionStore, name)).parameters.values())
+    async_params = list(inspect.signature(twin).parameters.values())
+    assert async_params == sync_params
+    assert twin.__doc__
+
+
+def test_the_constructor_takes_the_session_stores_arguments_and_the_worker_count() -> None:
+    sync_params = list(inspect.signature(SessionStore.__init__).parameters)
+    async_params = list(inspect.signature(AsyncSessionStore.__init__).parameters)
+    assert async_params == [*sync_params, "workers"]
+
+
+async def test_the_methods_give_what_the_sync_store_gives(aio: AsyncSessionStore, db_url: str) -> None:
+    sid = await aio.create_session(cwd="/w")
+    first = await aio.append_message(sid, user("hi"))
+    await aio.append_message(sid, assistant("hello"), expected_leaf=first)
+    await aio.append_label(sid, first, "start")
+    buf = io.BytesIO()
+    assert await aio.export_jsonl(sid, buf) == 3
+    imported = await aio.import_jsonl(io.BytesIO(buf.getvalue().replace(sid.encode(), b"copy")))
+    with SessionStore(db_url) as sync:
+        for method, args in [("path", (sid,)), ("tree", (sid,)), ("labels", (sid,)), ("header", (sid,)),
+                             ("entries", (imported.session_id,)), ("stats", (sid,)), ("leaf", (sid,))]:
+            assert await getattr(aio, method)(*args) == getattr(sync, method)(*args), method
+        assert (await aio.context(sid)).to_json() == sync.context(sid).to_json()
+        assert [s.id for s in await aio.list_sessions()] == [s.id for s in sync.list_sessions()]
+        assert [r.to_json() for r in await aio.search("hello")] == [r.to_json() for r in sync.search("hello")]
+        assert aio.database == sync.database
+
+
+async def test_errors_keep_their_types_and_the_store_goes_on(aio: AsyncSessionStore) -> None:
+    with pytest.raises(SessionNotFoundError):
+        await aio.leaf("nope")
+    sid = await aio.create_session(cwd="/w")
+    with pytest.raises(InvalidInputError, match="toolCallId"):
+        await aio.append_message(sid, {"role": "toolResult", "toolName": "x", "content": [], "isError": False,
+                                       "timestamp": 1})
+    with pytest.raises(EntryNotFoundError):
+        await aio.branch(sid, "deadbeef")
+    with pytest.raises(LeafConflictError):
+        await aio.append_message(sid, user("a"), expected_leaf="deadbeef")
+    assert await aio.append_message(sid, user("a"))
+    assert len(await aio.entries(sid)) == 1
+
+
+async def test_appends_from_many_tasks_all_land_on_one_chain(aio: AsyncSessionStore) -> None:
+    sid = await aio.create_session(cwd="/w")
+    ids = await asyncio.gather(*(aio.append_message(sid, user(f"m {n}")) for n in range(40)))
+    assert len(set(ids)) == 40
+    path = await aio.path(sid)
+    assert sorted(e["id"] for e in path) == sorted(ids)
+    assert [e["parentId"] for e in path] == [None, *(e["id"] for e in path[:-1])]
+    assert (await aio.session(sid)).entry_count == 40
+
+
+async def test_concurrent_appends_at_one_expected_leaf_one_wins_the_others_conflict(aio: AsyncSessionStore) -> None:
+    sid = await aio.create_session(cwd="/w")
+    leaf = await aio.append_message(sid, user("start"))
+    outcomes = await asyncio.gather(*(aio.append_message(sid, user(f"m {n}"), expected_leaf=leaf)
+                                      for n in range(8)), return_exceptions=True)
+    won = [o for o in outcomes if isinstance(o, str)]
+    assert len(won) == 1
+    assert all(isinstance(o, LeafConflictError) for o in outcomes if o not in won)
+    assert await aio.leaf(sid) == won[0]
+    assert len(await aio.entries(sid)) == 2
+
+
+async def test_a_call_cancelled_before_it_started_never_runs(db_url: str) -> None:
+    async with AsyncSessionStore(db_url, workers=1) as aio:
+        sid = await aio.create_session(cwd="/w")
+        gate = threading.Event()
+        blocker = asyncio.ensure_future(aio._run(lambda _store: gate.wait(10)))
+        pending = asyncio.ensure_future(aio.append_message(sid, user("never")))
+        await asyncio.sleep(0.05)
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        gate.set()
+        await blocker
+        assert await aio.entries(sid) == []
+        assert await aio.append_message(sid, user("after"))
+        assert len(await aio.entries(sid)) == 1
+
+
+async def test_a_call_cancelled_while_it_runs_lands_whole(aio: AsyncSessionStore,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = await aio.create_session(cwd="/w")
+    first = await aio.append_message(sid, user("first"))
+    entered, gate = threading.Event(), threading.Event()
+    real = EntryStore.append_entry
+
+    def held(self: EntryStore, *args: Any, **kwargs: Any) -> str:
+        entered.set()
+        gate.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(EntryStore, "append_entry", held)
+    task = asyncio.ensure_future(aio.append_message(sid, user("second"), expected_leaf=first))
+    assert await asyncio.to_thread(entered.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
+    monkeypatch.undo()
+    path = await aio.path(sid)  # (after the cancelled call: one worker on SQLite; on PostgreSQL wait for it)
+    for _ in range(100):
+        if len(path) == 2:
+            break
+        await asyncio.sleep(0.05)
+        path = await aio.path(sid)
+    assert [e["message"]["content"][0]["text"] for e in path] == ["first", "second"]
+    assert (await aio.session(sid)).entry_count == 2
+
+
+async def test_an_async_transform_context_is_awaited_on_the_callers_loop(aio: AsyncSessionStore) -> None:
+    sid = await aio.create_session(cwd="/w")
+    await aio.append_message(sid, user("one"))
+    await aio.append_message(sid, user("two"))
+    seen: list[Any] = []
+
+    async def last_only(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        await asyncio.sleep(0)
+        seen.append((asyncio.get_running_loop(), threading.get_ident()))
+        return messages[-1:]
+
+    ctx = await aio.context(sid, transform_context=last_only)
+    assert [m["content"][0]["text"] for m in ctx.llm] == ["two"]
+    assert ctx.diagnostics == []
+    assert seen == [(asyncio.get_running_loop(), threading.get_ident())]
+
+
+async def test_a_failing_async_transform_context_is_a_diagnostic_as_a_failing_sync_one_is(
+    aio: AsyncSessionStore,
+) -> None:
+    sid = await aio.create_session(cwd="/w")
+    await aio.append_message(sid, user("one"))
+
+    async def broken(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        raise ValueError("no")
+
+    ctx = await aio.context(sid, transform_context=broken)
+    assert [d.code for d in ctx.diagnostics] == ["TRANSFORM_CONTEXT_FAILED"]
+    assert [m["content"][0]["text"] for m in ctx.llm] == ["one"]
+
+
+async def test_an_import_reports_progress_on_the_callers_thread(aio: AsyncSessionStore) -> None:
+    source = PI_FILES["before-compaction"]
+    threads: list[int] = []
+    done: list[int] = []
+    result = await aio.import_jsonl(source, progress=lambda n: (threads.append(threading.get_ident()), done.append(n)))
+    assert done and done[-1] == source.stat().st_size
+    assert set(threads) == {threading.get_ident()}
+    assert (await aio.session(result.session_id)).entry_count > 0
+
+
+async def test_close_waits_for_calls_in_flight_and_later_calls_are_refused(db_url: str) -> None:
+    aio = AsyncSessionStore(db_url)
+    sid = await aio.create_session(cwd="/w")
+    appends = [asyncio.ensure_future(aio.append_message(sid, user(f"m {n}"))) for n in range(10)]
+    await asyncio.sleep(0)
+    await aio.aclose()
+    assert all(a.done() for a in appends) or len(await asyncio.gather(*appends)) == 10
+    with pytest.raises(StoreError, match="closed"):
+        await aio.leaf(sid)
+    await aio.aclose()  # again: nothing
+    with SessionStore(db_url) as sync:
+        assert sync.session(sid).entry_count == 10
+
+
+async def test_an_error_of_opening_is_raised_by_async_with(tmp_path: Path) -> None:
+    (tmp_path / "not-a-db").write_text("hello, I am not a database" * 100)
+    with pytest.raises(StoreError):
+        async with AsyncSessionStore(f"sqlite:///{tmp_path / 'not-a-db'}"):
+            pass
+    with pytest.raises(InvalidInputError):
+        AsyncSessionStore(f"sqlite:///{tmp_path / 'x.db'}", workers=0)
+
+
+async def test_a_cancelled_watch_sync_stops_at_its_next_pause(aio: AsyncSessionStore, tmp_path: Path) -> None:
+    cycled = asyncio.Event()
+    watching = asyncio.ensure_future(aio.watch_sync(tmp_path, interval=60, on_cycle=lambda _result: cycled.set()))
+    await asyncio.wait_for(cycled.wait(), 30)
+    watching.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await watching
+    started = time.monotonic()
+    assert await aio.list_sessions() == []  # the worker is free again
+    assert time.monotonic() - started < 10
+
+
+def test_the_readme_async_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (block,) = re.findall(r"```python async\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    namespace: dict[str, Any] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    ctx = namespace["ctx"]
+    assert [m["role"] for m in ctx.messages] == ["user"]
+    assert len(ctx.llm) == 1
+
+
+async def test_close_stops_a_watch_sync_under_way(db_url: str, tmp_path: Path) -> None:
+    aio = AsyncSessionStore(db_url)
+    cycled = asyncio.Event()
+    watching = asyncio.ensure_future(aio.watch_sync(tmp_path, interval=60, on_cycle=lambda _result: cycled.set()))
+    await asyncio.wait_for(cycled.wait(), 30)
+    await asyncio.wait_for(aio.aclose(), 10)
+    with pytest.raises(StoreError, match="closed while watch_sync ran"):
+        await watching
