@@ -302,6 +302,16 @@ class AsyncSessionStore:
         return await self._run(SessionStore.context, session_id, leaf_id=leaf_id, provider_safe=provider_safe,
                                transform_context=self._here(transform_context))
 
+    async def write_context_json(self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET,
+                                 provider_safe: bool = False) -> None:
+        """``context --json``'s bytes written to ``fp`` while the path is read, in bounded memory (on the
+        worker: ``fp`` is written from its thread)."""
+        await self._run(SessionStore.write_context_json, session_id, fp, leaf_id=leaf_id, provider_safe=provider_safe)
+
+    async def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
+        """``tree --json``'s bytes written to ``fp``, one node at a time (on the worker)."""
+        await self._run(SessionStore.write_tree_json, session_id, fp)
+
     async def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:
         """Diagnostics of the context at the leaf (shape, linkage, compaction)."""
         return await self._run(SessionStore.validate, session_id, leaf_id=leaf_id)

@@ -72,6 +72,11 @@ async def test_the_methods_give_what_the_sync_store_gives(aio: AsyncSessionStore
         assert [s.id for s in await aio.list_sessions()] == [s.id for s in sync.list_sessions()]
         assert [r.to_json() for r in await aio.search("hello")] == [r.to_json() for r in sync.search("hello")]
         assert aio.database == sync.database
+        for write in ("write_context_json", "write_tree_json"):
+            streamed, expected = io.BytesIO(), io.BytesIO()
+            await getattr(aio, write)(sid, streamed)
+            getattr(sync, write)(sid, expected)
+            assert streamed.getvalue() == expected.getvalue() != b"", write
 
 
 async def test_errors_keep_their_types_and_the_store_goes_on(aio: AsyncSessionStore) -> None:
