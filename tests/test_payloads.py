@@ -5,6 +5,7 @@ tests/differential/test_payloads_against_pi.py)."""
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,3 +118,22 @@ def test_short_hash_is_pi_ais_over_utf16_code_units(text: str, expected: str) ->
 
 def test_sanitize_surrogates_drops_lone_surrogates_and_keeps_pairs() -> None:
     assert sanitize_surrogates("a\ud800b\udc00c😀\ud83d\ude00") == "abc😀\ud83d\ude00"
+
+
+@pytest.mark.parametrize(("source", "options", "expected"), [
+    ({"messages": [1]}, {}, "messages[0] must be an object"),
+    ([{"role": "user", "content": "x", "timestamp": 1}, "x"], {}, "messages[1] must be an object"),
+    ({"messages": [], "tools": [1]}, {}, "tools[0] must be an object"),
+    ([], {"tools": "x"}, "tools must be a list"),
+    ([], {"max_tokens": "x"}, "max_tokens must be a positive int"),
+    ([], {"max_tokens": True}, "max_tokens must be a positive int"),
+    ([], {"temperature": "hot"}, "temperature must be a number"),
+    ([], {"system_prompt": 5}, "the system prompt must be a string"),
+    ({"messages": [], "systemPrompt": []}, {}, "the system prompt must be a string"),
+])
+@pytest.mark.parametrize("target", [("anthropic", "claude-fable-5"), ("openai", "gpt-5.2"), ("openai", "gpt-4o")])
+def test_bad_arguments_are_refused_with_an_invalid_input_error_naming_them(
+    source: Any, options: dict[str, Any], expected: str, target: tuple[str, str]
+) -> None:
+    with pytest.raises(InvalidInputError, match=re.escape(expected)):
+        build_payload(source, provider=target[0], model=target[1], **options)

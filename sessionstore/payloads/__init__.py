@@ -58,19 +58,39 @@ API_BUILDERS: Mapping[str, Builder] = {
 """The apis whose requests are ported, each to its builder ``(model, transcript, **options) -> payload``."""
 
 
+def _mappings(value: Any, what: str) -> list[Json]:
+    """``value`` as a list of dicts (copies), or ``InvalidInputError`` naming ``what`` and the bad item."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise InvalidInputError(f"{what} must be a list, got {type(value).__name__}")
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"{what}[{index}] must be an object, got {type(item).__name__}")
+    return [dict(item) for item in value]
+
+
+def _check_options(system_prompt: Any, max_tokens: Any, temperature: Any) -> None:
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise InvalidInputError(f"the system prompt must be a string, got {type(system_prompt).__name__}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise InvalidInputError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)
+                                    or temperature != temperature):
+        raise InvalidInputError(f"temperature must be a number, got {temperature!r}")
+
+
 def _context_parts(source: Any) -> tuple[list[Json], str | None, list[Json] | None]:
     if isinstance(source, Mapping):
         messages = source.get("messages")
         if not isinstance(messages, Sequence) or isinstance(messages, str):
             raise InvalidInputError("a context mapping needs a 'messages' list")
-        return [dict(m) for m in messages], source.get("systemPrompt"), source.get("tools")
+        tools = source.get("tools")
+        return (_mappings(messages, "messages"), source.get("systemPrompt"),
+                None if tools is None else _mappings(tools, "tools"))
     llm = getattr(source, "llm", None)
     if llm is not None:
         source = llm
     if isinstance(source, Sequence) and not isinstance(source, str | bytes):
-        if not all(isinstance(m, Mapping) for m in source):
-            raise InvalidInputError("every message must be a mapping")
-        return [dict(m) for m in source], None, None
+        return _mappings(source, "messages"), None, None
     raise InvalidInputError("expected a message list, a context mapping or an object with an llm list")
 
 
@@ -95,7 +115,8 @@ def build_payload(
                                 f"(ported: {', '.join(API_BUILDERS)})")
     messages, source_prompt, source_tools = _context_parts(source)
     prompt = system_prompt if system_prompt is not None else source_prompt
-    tool_list = [dict(t) for t in tools] if tools is not None else source_tools
+    _check_options(prompt, max_tokens, temperature)
+    tool_list = _mappings(tools, "tools") if tools is not None else source_tools
     head = initial_system_message(prompt, tool_list)
     transcript = [head, *messages] if head is not None else messages
     return builder(facts, transcript, max_tokens=max_tokens, temperature=temperature,
