@@ -76,6 +76,7 @@ class _Array:
         self._out.put(b"\n  ]" if self.count else b"[]")
 
 
+@gc_paused()  # (its loop makes and drops many small containers: see gc_paused)
 def write_context_json(
     fp: IO[bytes],
     *,
@@ -96,23 +97,6 @@ def write_context_json(
     ``context_edit`` entries among them, in path order; ``thinking_entry``/``model_entry``: the latest
     entries on the path (up to the leaf) that set the thinking level and the model. ``known_roles``:
     the registered roles beyond the built-in ones (validation)."""
-    with gc_paused():
-        _write(fp, session_id, leaf_id, entries, compaction, edit_entries, thinking_entry, model_entry, known_roles,
-               provider_safe)
-
-
-def _write(
-    fp: IO[bytes],
-    session_id: str,
-    leaf_id: str | None,
-    entries: Iterable[tuple[Mapping[str, Any], bool]],
-    compaction: Mapping[str, Any] | None,
-    edit_entries: Sequence[Mapping[str, Any]],
-    thinking_entry: Mapping[str, Any] | None,
-    model_entry: Mapping[str, Any] | None,
-    known_roles: Iterable[str],
-    provider_safe: bool,
-) -> None:
     thinking_level, model = settings(thinking_entry, model_entry)
     head = _skeleton(session_id, leaf_id, thinking_level, model, ())
     out = JsonPieces(fp)
