@@ -5,30 +5,38 @@
         await store.append_message(sid, user_message("hi"))
         ctx = await store.context(sid, transform_context=my_async_hook)
 
-Every call runs the sync :class:`SessionStore` method of the same name on a worker thread of the
-store's own, so the rules (validation, the leaf check, compaction planning, pi's write shapes) have
-one home, ``SessionStore`` and the ``EntryStore`` below it, and the event loop never waits on the
-database. Results, and exceptions with their types (``LeafConflictError``, ``SessionNotFoundError``,
-...), are those of the sync method.
+Every call runs the sync :class:`SessionStore` method of the same name, so the rules (validation, the
+leaf check, compaction planning, pi's write shapes) have one home, ``SessionStore`` and the
+``EntryStore`` below it. Results, and exceptions with their types (``LeafConflictError``,
+``SessionNotFoundError``, ...), are those of the sync method. Where the call runs:
 
-Concurrency. A SQLite store has one worker: calls from many tasks run one at a time, in the order they
-were made (SQLite takes one writer at a time anyway). A PostgreSQL store has ``workers`` threads (4 by
-default, within SQLAlchemy's pool of 5): calls overlap on independent connections and appends to one
-session are serialised by the database, as between processes. Either way every append lands once,
-and an ``expected_leaf`` that another call moved raises ``LeafConflictError``; no order is promised
-between calls that were not awaited one after the other.
+- **PostgreSQL**: on the caller's event loop, on psycopg's async connections (``AsyncConnection``,
+  pooled by SQLAlchemy's async engine). The sync method runs as a greenlet (SQLAlchemy's asyncio
+  layer, ``greenlet_spawn``) that gives the loop back at every round trip to the server
+  (:mod:`sessionstore.store.pg_async`), so no thread is used and other tasks run while a call waits.
+  Up to ``workers`` calls (4 by default, within the pool's 5 connections) are in flight at once, each
+  on its own connection; the rest wait their turn in the order they were made. The store belongs to
+  the loop that first uses it. The work between round trips (validation, projection, and the reading
+  or writing of an import's or export's file) runs on the loop's thread.
+- **SQLite**: on a worker thread of the store's own (``workers``: 1 by default), calls from many tasks
+  one at a time in the order they were made (SQLite takes one writer at a time anyway), so the event
+  loop never waits on the file.
+
+Either way every append lands once, appends to one session are serialised by the database as between
+processes, and an ``expected_leaf`` that another call moved raises ``LeafConflictError``; no order is
+promised between calls that were not awaited one after the other.
 
 Cancellation. A cancelled call that has not started never runs; one that has started runs to its end
-on the worker (every write is one transaction: it lands whole or not at all) and its result is
-dropped. :meth:`aclose` waits for the calls made before it. ``watch_sync`` stops at its next pause
-when its task is cancelled or the store closed.
+(every write is one transaction: it lands whole or not at all) and its result is dropped.
+:meth:`aclose` waits for the calls made before it. ``watch_sync`` stops at its next pause when its task
+is cancelled or the store closed.
 
-Callbacks (``transform_context``, ``progress``, ``on_cycle``) run on the caller's event loop, not on
-the worker: an ``async def`` hook is awaited there, and the call waits for it, so a hook may use the
-loop's objects (clients, locks) and what it raises is what a sync hook raising would give.
+Callbacks (``transform_context``, ``progress``, ``on_cycle``) run on the caller's event loop: an
+``async def`` hook is awaited there, and the call waits for it, so a hook may use the loop's objects
+(clients, locks) and what it raises is what a sync hook raising would give.
 
-The store is opened on its worker (no connection on the loop's thread): ``async with`` (or
-:meth:`open`) raises an error of opening; without it the first call does.
+The store is opened by the first call, or by ``async with`` (or :meth:`open`), which raises an error of
+opening; never on the loop's thread on SQLite.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sessionstore.api import ContextResult, Leaf, SessionStore
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, HITS_PER_SESSION
@@ -64,52 +72,35 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 POSTGRES_WORKERS = 4
-"""Worker threads of a PostgreSQL store by default: calls in flight at once, each on a pooled
-connection (SQLAlchemy's pool keeps 5)."""
+"""Calls of a PostgreSQL store in flight at once by default, each on a pooled connection (SQLAlchemy's
+pool keeps 5)."""
 _HOOK_POLL = 1.0
-"""Seconds between checks, while the worker waits for a callback on the caller's loop, that the loop is
-still running (a loop closed before it ran the callback would leave the worker waiting for ever)."""
+"""Seconds between checks, while a worker thread waits for a callback on the caller's loop, that the
+loop is still running (a loop closed before it ran the callback would leave the worker waiting for ever)."""
+_CLOSED = "this AsyncSessionStore is closed"
 
 
 class _Stopped(Exception):
     """The awaiting task of a ``watch_sync`` was cancelled: its next pause ends it."""
 
 
-def _default_workers(url: str | None) -> int:
-    """1 on SQLite, :data:`POSTGRES_WORKERS` on a server (a URL that does not parse: 1, and opening says why)."""
+def _backend_name(url: str | None) -> str | None:
+    """``"sqlite"``, ``"postgresql"``, ...; ``None`` for a URL that does not parse (opening says why)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
     from sessionstore.store.location import default_url
 
     try:
-        backend = make_url(url or default_url()).get_backend_name()
+        return make_url(url or default_url()).get_backend_name()
     except ArgumentError:
-        return 1
-    return 1 if backend == "sqlite" else POSTGRES_WORKERS
+        return None
 
 
-def _on_loop(callback: Callable[..., Any], loop: asyncio.AbstractEventLoop) -> Callable[..., Any]:
-    """A sync callable for the worker that runs ``callback`` on ``loop`` (awaiting what it returns if it
-    is awaitable) and gives back its result or raises its exception."""
-
-    async def call(args: tuple[Any, ...]) -> Any:
-        result = callback(*args)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    def run_there(*args: Any) -> Any:
-        future = asyncio.run_coroutine_threadsafe(call(args), loop)
-        while True:
-            try:
-                return future.result(timeout=_HOOK_POLL)
-            except concurrent.futures.TimeoutError:
-                if loop.is_closed() or not loop.is_running():
-                    future.cancel()
-                    raise RuntimeError("the event loop that made the call stopped before its callback ran") from None
-
-    return run_there
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Done callback of a call whose caller may be gone (cancelled): its exception counts as seen."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _watch(store: SessionStore, directory: str | Path | None, *, interval: float, cycles: int | None, prune: bool,
@@ -122,81 +113,279 @@ def _watch(store: SessionStore, directory: str | Path | None, *, interval: float
                  on_cycle=on_cycle, sleep=sleep)
 
 
-class AsyncSessionStore:
-    """:class:`~sessionstore.api.SessionStore` for asyncio: each method awaits the sync method of the
-    same name run on the store's worker thread(s) (see the module's documentation for concurrency,
-    cancellation and callbacks). ``workers``: threads running calls (default: 1 on SQLite, 4 on
-    PostgreSQL)."""
+class _Stop(Protocol):
+    """The stop of one ``watch_sync``: :meth:`set` ends it at its next :meth:`pause`."""
 
-    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 workers: int | None = None) -> None:
-        count = _default_workers(url) if workers is None else workers
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            from sessionstore.errors import InvalidInputError
+    def set(self) -> None: ...
 
-            raise InvalidInputError(f"workers must be a positive int, got {workers!r}")
-        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(count, thread_name_prefix="sessionstore-aio")
-        self._opened: concurrent.futures.Future[SessionStore] = self._pool.submit(
-            SessionStore, url, durability=durability, upgrade=upgrade)
-        self.workers = count
-        self._watches: set[threading.Event] = set()
-        """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds``; raise :class:`_Stopped` when stopped first."""
 
-    # -- running on the worker -----------------------------------------------------------------
-    def _sync_store(self) -> SessionStore:
+
+class _Runner(Protocol):
+    """Where an :class:`AsyncSessionStore` runs the sync store's methods."""
+
+    async def open(self) -> SessionStore: ...
+
+    def opened(self) -> SessionStore:
+        """The open store (on threads: waiting for the opening; on the loop: only once opened)."""
+
+    async def run(self, job: Callable[[SessionStore], T]) -> T: ...
+
+    def here(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        """``callback`` as the sync store calls it: run on the caller's loop, awaited when it is async."""
+
+    def stop(self) -> _Stop: ...
+
+    async def close(self) -> None:
+        """Wait for the calls made, then close the store."""
+
+
+class _ThreadStop:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def pause(self, seconds: float) -> None:
+        if self._event.wait(seconds):
+            raise _Stopped
+
+
+class _Threads:
+    """Calls on the store's worker threads (SQLite)."""
+
+    def __init__(self, opener: Callable[[], SessionStore], workers: int) -> None:
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(workers, thread_name_prefix="sessionstore-aio")
+        self._opened: concurrent.futures.Future[SessionStore] = self._pool.submit(opener)
+
+    async def open(self) -> SessionStore:
+        return await asyncio.shield(asyncio.wrap_future(self._opened))
+
+    def opened(self) -> SessionStore:
         return self._opened.result()
 
-    async def _run(self, method: Callable[Concatenate[SessionStore, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``method(store, *args, **kwargs)`` on a worker; cancelling the caller drops a call not yet started."""
+    async def run(self, job: Callable[[SessionStore], T]) -> T:
+        """``job(store)`` on a worker; cancelling the caller drops a call not yet started."""
         pool = self._pool
         if pool is None:
-            raise StoreError("this AsyncSessionStore is closed")
-
-        def job() -> T:
-            return method(self._sync_store(), *args, **kwargs)
-
+            raise StoreError(_CLOSED)
         try:
-            submitted = pool.submit(job)
+            submitted = pool.submit(lambda: job(self._opened.result()))
         except RuntimeError:  # shut down by an aclose() that began meanwhile
-            raise StoreError("this AsyncSessionStore is closed") from None
+            raise StoreError(_CLOSED) from None
         try:
             return await asyncio.wrap_future(submitted)
         except asyncio.CancelledError:
             submitted.cancel()  # now, not a loop iteration later as wrap_future would: a call not started stays so
             raise
 
-    async def open(self) -> AsyncSessionStore:
-        """Wait until the database is open (the errors of ``SessionStore(url)``, e.g. ``SchemaError``)."""
-        await asyncio.shield(asyncio.wrap_future(self._opened))
-        return self
+    def here(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        loop = asyncio.get_running_loop()
 
-    @property
-    def url(self) -> str:
-        """The URL given (or the default one); waits for the opening if it is still under way."""
-        return self._sync_store().url
+        async def call(args: tuple[Any, ...]) -> Any:
+            result = callback(*args)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
 
-    @property
-    def database(self) -> str:
-        """The database's URL, password hidden; waits for the opening if it is still under way."""
-        return self._sync_store().database
+        def run_there(*args: Any) -> Any:
+            future = asyncio.run_coroutine_threadsafe(call(args), loop)
+            while True:
+                try:
+                    return future.result(timeout=_HOOK_POLL)
+                except concurrent.futures.TimeoutError:
+                    if loop.is_closed() or not loop.is_running():
+                        future.cancel()
+                        raise RuntimeError(
+                            "the event loop that made the call stopped before its callback ran") from None
+
+        return run_there
+
+    def stop(self) -> _Stop:
+        return _ThreadStop()
 
     async def close(self) -> None:
-        """Wait for the calls already made (a ``watch_sync`` under way stops at its next pause), then close
-        the database (again: nothing)."""
         pool, self._pool = self._pool, None
-        for stop in list(self._watches):
-            stop.set()
         if pool is not None:
             await asyncio.to_thread(self._shut_down, pool)
-
-    async def aclose(self) -> None:
-        """:meth:`close` (the name ``contextlib.aclosing`` calls)."""
-        await self.close()
 
     def _shut_down(self, pool: ThreadPoolExecutor) -> None:
         pool.shutdown(wait=True)
         if self._opened.exception() is None:
             self._opened.result().close()
+
+
+class _LoopStop:
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def pause(self, seconds: float) -> None:
+        from sessionstore.store.pg_async import await_on_loop
+
+        try:
+            await_on_loop(asyncio.wait_for(self._event.wait(), seconds))
+        except TimeoutError:
+            return
+        raise _Stopped
+
+
+class _OnLoop:
+    """Calls as greenlets on the caller's loop, on psycopg's async connections (PostgreSQL)."""
+
+    def __init__(self, opener: Callable[[], SessionStore], workers: int) -> None:
+        self._opener = opener
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Future[SessionStore] | None = None
+        self._slots = asyncio.Semaphore(workers)
+        self._calls: set[asyncio.Future[Any]] = set()
+        self._closed = False
+
+    async def open(self) -> SessionStore:
+        if self._closed:
+            raise StoreError(_CLOSED)
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:  # psycopg's async connections work on the loop that made them only
+            raise StoreError("this AsyncSessionStore is in use on another event loop: open one per loop")
+        if self._opening is None:
+            from sqlalchemy.util import greenlet_spawn
+
+            self._opening = asyncio.ensure_future(greenlet_spawn(self._opener))
+            self._opening.add_done_callback(_retrieve)
+        return await asyncio.shield(self._opening)
+
+    def opened(self) -> SessionStore:
+        if self._opening is None or not self._opening.done():
+            raise StoreError("this AsyncSessionStore is not open yet: await its open() (or use async with) first")
+        return self._opening.result()
+
+    async def run(self, job: Callable[[SessionStore], T]) -> T:
+        """``job(store)`` as a greenlet on this loop; cancelling the caller drops a call not yet started."""
+        from sqlalchemy.util import greenlet_spawn
+
+        store = await self.open()
+        started = False
+
+        async def call() -> T:
+            nonlocal started
+            async with self._slots:
+                started = True
+                return await greenlet_spawn(job, store)
+
+        if self._closed:
+            raise StoreError(_CLOSED)
+        task = asyncio.ensure_future(call())
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+        task.add_done_callback(_retrieve)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not started:
+                task.cancel()
+            raise
+
+    def here(self, callback: Callable[..., Any]) -> Callable[..., Any]:
+        from sessionstore.store.pg_async import await_on_loop
+
+        def run_here(*args: Any) -> Any:
+            result = callback(*args)
+            if inspect.isawaitable(result):
+                result = await_on_loop(result)
+            return result
+
+        return run_here
+
+    def stop(self) -> _Stop:
+        return _LoopStop()
+
+    async def close(self) -> None:
+        from sqlalchemy.util import greenlet_spawn
+
+        already, self._closed = self._closed, True
+        while self._calls:
+            await asyncio.gather(*self._calls, return_exceptions=True)
+        if already or self._opening is None:
+            return
+        try:
+            store = await asyncio.shield(self._opening)
+        except Exception:  # an error of opening: nothing open to close (the call that opened raised it)
+            return
+        await greenlet_spawn(store.close)
+
+
+class AsyncSessionStore:
+    """:class:`~sessionstore.api.SessionStore` for asyncio: each method awaits the sync method of the
+    same name, on psycopg's async connections on the caller's loop (PostgreSQL) or on the store's worker
+    thread (SQLite); see the module's documentation for concurrency, cancellation and callbacks.
+    ``workers``: calls in flight at once (default: 4 on PostgreSQL, 1 on SQLite, whose calls run on that
+    many threads)."""
+
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
+                 workers: int | None = None) -> None:
+        from sessionstore.store.location import default_url
+
+        on_loop = _backend_name(url) == "postgresql"
+        count = (POSTGRES_WORKERS if on_loop else 1) if workers is None else workers
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            from sessionstore.errors import InvalidInputError
+
+            raise InvalidInputError(f"workers must be a positive int, got {workers!r}")
+        self.url = url or default_url()
+        """The URL given (or the default one)."""
+        self.workers = count
+        self.on_event_loop = on_loop
+        """Whether calls run on the caller's loop (PostgreSQL's async connections), not on worker threads."""
+        self._runner: _Runner
+        if on_loop:
+            def open_on_loop() -> SessionStore:
+                from sessionstore.store.entry_store import EntryStore
+
+                return SessionStore._over(EntryStore(url, durability=durability, upgrade=upgrade, on_event_loop=True))
+
+            self._runner = _OnLoop(open_on_loop, count)
+        else:
+            self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade), count)
+        self._closed = False
+        self._watches: set[_Stop] = set()
+        """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""
+
+    async def _run(self, method: Callable[Concatenate[SessionStore, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``method(store, *args, **kwargs)`` where the store's calls run."""
+        if self._closed:
+            raise StoreError(_CLOSED)
+        return await self._runner.run(lambda store: method(store, *args, **kwargs))
+
+    async def open(self) -> AsyncSessionStore:
+        """Wait until the database is open (the errors of ``SessionStore(url)``, e.g. ``SchemaError``)."""
+        if self._closed:
+            raise StoreError(_CLOSED)
+        await self._runner.open()
+        return self
+
+    @property
+    def database(self) -> str:
+        """The database's URL, password hidden (on threads it waits for the opening; on the loop the store
+        must be open)."""
+        return self._runner.opened().database
+
+    async def close(self) -> None:
+        """Wait for the calls already made (a ``watch_sync`` under way stops at its next pause), then close
+        the database (again: nothing)."""
+        self._closed = True
+        for stop in list(self._watches):
+            stop.set()
+        await self._runner.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` (the name ``contextlib.aclosing`` calls)."""
+        await self.close()
 
     async def __aenter__(self) -> AsyncSessionStore:
         try:
@@ -323,6 +512,14 @@ class AsyncSessionStore:
         return await self._run(SessionStore.append_message, session_id, message, expected_leaf=expected_leaf,
                                entry_id=entry_id)
 
+    async def append_tool_result(self, session_id: str, *, tool_call_id: str, tool_name: str,
+                                 content: str | list[Any], is_error: bool = False, details: Any = None,
+                                 expected_leaf: Leaf = UNSET) -> str:
+        """Append the result of a tool call (a ``toolResult`` message) under the provider's own tool-call id."""
+        return await self._run(SessionStore.append_tool_result, session_id, tool_call_id=tool_call_id,
+                               tool_name=tool_name, content=content, is_error=is_error, details=details,
+                               expected_leaf=expected_leaf)
+
     async def append_model_change(self, session_id: str, *, provider: str, model_id: str,
                                   expected_leaf: Leaf = UNSET) -> str:
         """Append a ``model_change`` entry."""
@@ -426,16 +623,12 @@ class AsyncSessionStore:
                          on_cycle: Callable[[SyncResult], None] | None = None) -> SyncResult:
         """:meth:`sync` every ``interval`` seconds, ``cycles`` times or until the awaiting task is cancelled
         (the sync under way finishes first). It holds a worker meanwhile: on SQLite, give it a store of its own."""
-        stop = threading.Event()
+        stop = self._runner.stop()
         self._watches.add(stop)
-
-        def pause(seconds: float) -> None:
-            if stop.wait(seconds):
-                raise _Stopped
 
         try:
             return await self._run(_watch, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
-                                   on_cycle=self._here(on_cycle), sleep=pause)
+                                   on_cycle=self._here(on_cycle), sleep=stop.pause)
         except asyncio.CancelledError:
             stop.set()
             raise
@@ -445,12 +638,9 @@ class AsyncSessionStore:
             self._watches.discard(stop)
 
     # -- callbacks -----------------------------------------------------------------------------
-    @staticmethod
-    def _here(callback: Callable[..., Any] | None) -> Callable[..., Any] | None:
-        """``callback`` made to run on the running loop when the worker calls it."""
-        if callback is None:
-            return None
-        return _on_loop(callback, asyncio.get_running_loop())
+    def _here(self, callback: Callable[..., Any] | None) -> Callable[..., Any] | None:
+        """``callback`` made to run on the caller's loop when the sync store calls it."""
+        return None if callback is None else self._runner.here(callback)
 
 
 __all__ = ["AsyncSessionStore"]

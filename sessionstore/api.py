@@ -142,6 +142,15 @@ class SessionStore:
         self._entries = EntryStore(url, durability=durability, upgrade=upgrade)
         self.url = self._entries.url
 
+    @classmethod
+    def _over(cls, entries: EntryStore) -> SessionStore:
+        """The store's operations on an :class:`EntryStore` opened by the caller (the async store opens
+        one on an event loop's connections)."""
+        store = cls.__new__(cls)
+        store._entries = entries
+        store.url = entries.url
+        return store
+
     @property
     def database(self) -> str:
         """The database's URL, password hidden."""
@@ -369,6 +378,27 @@ class SessionStore:
             expected_leaf=expected_leaf,
             entry_id=entry_id,
         )
+
+    def append_tool_result(
+        self,
+        session_id: str,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        content: str | list[Any],
+        is_error: bool = False,
+        details: Any = None,
+        expected_leaf: Leaf = UNSET,
+    ) -> str:
+        """Append the result of a tool call (a ``toolResult`` message) under the provider's own tool-call
+        id (as :func:`~sessionstore.payloads.record_anthropic` and its twins recorded it); ``content`` is a
+        text or pi's content blocks (text, image)."""
+        from sessionstore.models.messages import tool_result_message
+
+        message = tool_result_message(
+            tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error, details=details
+        )
+        return self.append_message(session_id, message, expected_leaf=expected_leaf)
 
     def append_model_change(
         self, session_id: str, *, provider: str, model_id: str, expected_leaf: Leaf = UNSET

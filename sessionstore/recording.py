@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessionstore.api import Leaf, SessionStore
-from sessionstore.models.messages import AssistantMessage, assistant_message, tool_result_message
+from sessionstore.models.messages import AssistantMessage, assistant_message
 from sessionstore.provider import AssistantResponse, FixtureProviderError, ProviderChunk, ProviderStream
 from sessionstore.store.records import UNSET
 
@@ -114,8 +114,6 @@ def append_tool_result(
     details: Any = None,
     expected_leaf: Leaf = UNSET,
 ) -> str:
-    """Append the result of a tool call under the provider's own tool-call id."""
-    message = tool_result_message(
-        tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error, details=details
-    )
-    return store.append_message(session_id, message, expected_leaf=expected_leaf)
+    """``store.append_tool_result``: the result of a tool call under the provider's own tool-call id."""
+    return store.append_tool_result(session_id, tool_call_id=tool_call_id, tool_name=tool_name, content=content,
+                                    is_error=is_error, details=details, expected_leaf=expected_leaf)

@@ -47,8 +47,12 @@ def create_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def make_engine(url: str, *, durability: Durability = "full") -> Engine:
-    """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore."""
+def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False) -> Engine:
+    """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore.
+
+    ``on_event_loop`` (PostgreSQL only): the blocking face of an async engine, whose pool holds psycopg's
+    ``AsyncConnection`` objects; every use of it must run under SQLAlchemy's ``greenlet_spawn`` on the
+    loop that owns them (:class:`~sessionstore.aio.AsyncSessionStore` does)."""
     if durability not in ("full", "normal"):
         raise InvalidInputError(f"durability must be 'full' or 'normal', got {durability!r}")
     try:
@@ -61,9 +65,19 @@ def make_engine(url: str, *, durability: Durability = "full") -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
+        if on_event_loop:
+            if importlib.util.find_spec("greenlet") is None:
+                raise BackendUnavailableError("the async PostgreSQL store runs on SQLAlchemy's asyncio layer, which"
+                                              " needs greenlet: pip install 'sessionstore[postgres]'")
+            from sqlalchemy.ext.asyncio import create_async_engine
+
+            return create_async_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads,
+                                       pool_recycle=3600).sync_engine
         return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+    if on_event_loop:
+        raise InvalidInputError("an engine on the event loop is PostgreSQL's (SQLite's calls run on a worker thread)")
     if parsed.host:
         # sqlite://name.db: SQLAlchemy reads "name.db" as a host, which SQLite has no use for
         path = parsed.host + (f"/{parsed.database}" if parsed.database else "")

@@ -138,12 +138,13 @@ class EntryStore:
     nothing behind). No method updates or deletes an entry; the database refuses it too
     (``delete_session`` aside). SQLite databases that are new or behind are upgraded on open;
     PostgreSQL schemas are upgraded only by ``sessionstore db upgrade`` (an outdated one raises
-    :class:`~sessionstore.errors.SchemaError`).
+    :class:`~sessionstore.errors.SchemaError`). ``on_event_loop``: see :func:`~sessionstore.store.engine.make_engine`.
     """
 
-    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
+                 on_event_loop: bool = False) -> None:
         self.url = url or default_url()
-        engine = make_engine(self.url, durability=durability)
+        engine = make_engine(self.url, durability=durability, on_event_loop=on_event_loop)
         auto = upgrades_on_open(engine) if upgrade is None else upgrade
         try:
             migrate.ensure_schema(engine, auto_upgrade=auto)

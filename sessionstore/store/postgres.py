@@ -42,6 +42,7 @@ from sessionstore.store.backend import (
     select_list,
 )
 from sessionstore.store.facts import NodeFacts, UsageRow
+from sessionstore.store.pg_async import blocking_driver
 from sessionstore.store.sqltx import (
     Statements,
     StatementTx,
@@ -326,7 +327,7 @@ def reset_connection(dbapi_connection: Any, record: Any) -> None:
     if dbapi_connection is None:  # invalidated
         return
     try:
-        _restore_defaults(dbapi_connection)
+        _restore_defaults(blocking_driver(dbapi_connection))
     except Exception as exc:
         record.invalidate(exc)
 
@@ -341,7 +342,9 @@ def _restore_defaults(driver: Any) -> None:
 
 
 class PostgresBackend:
-    """Transactions on the pooled psycopg connections of ``engine``."""
+    """Transactions on the pooled psycopg connections of ``engine``: psycopg's ``Connection`` objects, or
+    on an async engine its ``AsyncConnection`` objects, driven from greenlets on their event loop
+    (:mod:`sessionstore.store.pg_async`)."""
 
     name = "postgresql"
 
@@ -366,14 +369,14 @@ class PostgresBackend:
             raw = self.engine.raw_connection()
         except Exception as exc:
             raise StoreError(f"cannot connect: {exc}") from exc
-        driver: Any = raw.driver_connection
+        driver: Any = blocking_driver(raw)
         try:
             if not write:  # psycopg then begins with BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
                 driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
                 driver.read_only = True
             if pipeline:
                 driver.autocommit = True  # BEGIN and COMMIT are sent below, inside the pipeline
-            cursor = raw.cursor()
+            cursor = driver.cursor()
             try:
                 if pipeline:
                     with driver.pipeline():

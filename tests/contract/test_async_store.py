@@ -116,17 +116,49 @@ async def test_concurrent_appends_at_one_expected_leaf_one_wins_the_others_confl
     assert len(await aio.entries(sid)) == 2
 
 
+class Gate:
+    """Holds a call of the store where it runs until :meth:`open`: a worker thread waits on a thread's
+    event, a call on the loop (PostgreSQL) on the loop's own, so that the loop runs meanwhile."""
+
+    def __init__(self, aio: AsyncSessionStore) -> None:
+        self._on_loop = aio.on_event_loop
+        self._entered, self._opened = threading.Event(), threading.Event()
+        self._entered_here, self._opened_here = asyncio.Event(), asyncio.Event()
+
+    def hold(self) -> None:
+        """Called inside the store's call."""
+        if self._on_loop:
+            from sessionstore.store.pg_async import await_on_loop
+
+            self._entered_here.set()
+            await_on_loop(asyncio.wait_for(self._opened_here.wait(), 10))
+        else:
+            self._entered.set()
+            self._opened.wait(10)
+
+    async def entered(self) -> None:
+        if self._on_loop:
+            await asyncio.wait_for(self._entered_here.wait(), 10)
+        else:
+            assert await asyncio.to_thread(self._entered.wait, 10)
+
+    def open(self) -> None:
+        self._opened.set()
+        self._opened_here.set()
+
+
 async def test_a_call_cancelled_before_it_started_never_runs(db_url: str) -> None:
     async with AsyncSessionStore(db_url, workers=1) as aio:
         sid = await aio.create_session(cwd="/w")
-        gate = threading.Event()
-        blocker = asyncio.ensure_future(aio._run(lambda _store: gate.wait(10)))
+        gate = Gate(aio)
+        blocker = asyncio.ensure_future(aio._run(lambda _store: gate.hold()))
+        await gate.entered()
         pending = asyncio.ensure_future(aio.append_message(sid, user("never")))
         await asyncio.sleep(0.05)
         pending.cancel()
         with pytest.raises(asyncio.CancelledError):
             await pending
-        gate.set()
+        gate.open()
         await blocker
         assert await aio.entries(sid) == []
         assert await aio.append_message(sid, user("after"))
@@ -137,21 +169,20 @@ async def test_a_call_cancelled_while_it_runs_lands_whole(aio: AsyncSessionStore
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     sid = await aio.create_session(cwd="/w")
     first = await aio.append_message(sid, user("first"))
-    entered, gate = threading.Event(), threading.Event()
+    gate = Gate(aio)
     real = EntryStore.append_entry
 
     def held(self: EntryStore, *args: Any, **kwargs: Any) -> str:
-        entered.set()
-        gate.wait(10)
+        gate.hold()
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(EntryStore, "append_entry", held)
     task = asyncio.ensure_future(aio.append_message(sid, user("second"), expected_leaf=first))
-    assert await asyncio.to_thread(entered.wait, 10)
+    await gate.entered()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    gate.set()
+    gate.open()
     monkeypatch.undo()
     path = await aio.path(sid)  # (after the cancelled call: one worker on SQLite; on PostgreSQL wait for it)
     for _ in range(100):
@@ -161,6 +192,62 @@ async def test_a_call_cancelled_while_it_runs_lands_whole(aio: AsyncSessionStore
         path = await aio.path(sid)
     assert [e["message"]["content"][0]["text"] for e in path] == ["first", "second"]
     assert (await aio.session(sid)).entry_count == 2
+
+
+async def test_postgresql_calls_run_on_the_callers_loop_on_psycopgs_async_connections(
+    aio: AsyncSessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from sessionstore.store import postgres
+
+    if not aio.on_event_loop:
+        assert _backend(aio) == "sqlite"
+        return
+    seen: list[tuple[type, int]] = []
+    real = postgres.blocking_driver
+
+    def spy(dbapi_connection: Any) -> Any:
+        seen.append((type(dbapi_connection.driver_connection), threading.get_ident()))
+        return real(dbapi_connection)
+
+    monkeypatch.setattr(postgres, "blocking_driver", spy)
+    sid = await aio.create_session(cwd="/w")
+    await aio.append_message(sid, user("hi"))
+    buf = io.BytesIO()
+    assert await aio.export_jsonl(sid, buf) == 1  # COPY out
+    await aio.import_jsonl(io.BytesIO(buf.getvalue().replace(sid.encode(), b"copy")))  # COPY in
+    assert seen and set(seen) == {(psycopg.AsyncConnection, threading.get_ident())}
+
+
+async def test_postgresql_other_tasks_run_while_a_call_waits_for_the_server(aio: AsyncSessionStore) -> None:
+    if not aio.on_event_loop:
+        assert _backend(aio) == "sqlite"
+        return
+    sid = await aio.create_session(cwd="/w")
+    ticks = 0
+
+    async def ticking() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    def sleep_on_the_server(store: SessionStore) -> None:
+        with store._entries.backend.read() as tx:
+            tx.cursor.execute("SELECT pg_sleep(0.3)")
+
+    ticker = asyncio.ensure_future(ticking())
+    try:
+        await aio._run(sleep_on_the_server)  # the loop runs the ticker while the server sleeps
+        await aio.append_message(sid, user("after"))
+    finally:
+        ticker.cancel()
+    assert ticks > 100
+
+
+def _backend(aio: AsyncSessionStore) -> str:
+    return aio.url.split(":", 1)[0]
 
 
 async def test_an_async_transform_context_is_awaited_on_the_callers_loop(aio: AsyncSessionStore) -> None:
@@ -257,3 +344,31 @@ async def test_close_stops_a_watch_sync_under_way(db_url: str, tmp_path: Path) -
     await asyncio.wait_for(aio.aclose(), 10)
     with pytest.raises(StoreError, match="closed while watch_sync ran"):
         await watching
+
+
+def test_postgresql_a_store_used_on_a_second_loop_says_so(db_url: str) -> None:
+    aio = AsyncSessionStore(db_url)
+    if not aio.on_event_loop:
+        assert _backend(aio) == "sqlite"
+        return
+    with asyncio.Runner() as first:
+        sid = first.run(aio.create_session(cwd="/w"))
+        with asyncio.Runner() as second, pytest.raises(StoreError, match="another event loop"):
+            second.run(aio.leaf(sid))
+        assert first.run(aio.leaf(sid)) is None
+        first.run(aio.aclose())
+
+
+def test_without_greenlet_the_async_postgresql_store_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from sessionstore.errors import BackendUnavailableError
+    from sessionstore.store import engine
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(engine.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "greenlet" else real(name, *a))
+    with pytest.raises(BackendUnavailableError, match=r"greenlet: pip install 'sessionstore\[postgres\]'"):
+        engine.make_engine("postgresql://nobody@127.0.0.1:1/none", on_event_loop=True)
+    with pytest.raises(InvalidInputError, match="PostgreSQL's"):
+        engine.make_engine("sqlite:///:memory:", on_event_loop=True)

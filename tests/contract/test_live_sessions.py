@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
@@ -584,13 +585,18 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
     if failure == "interrupt":  # Ctrl-C right after the switch to autocommit
         from sqlalchemy.pool.base import _ConnectionFairy
 
-        real_cursor = _ConnectionFairy.cursor
+        opener: Any = _ConnectionFairy  # what the backend asks for its cursor
+        if entry_store.backend.name == "postgresql":
+            import psycopg
 
-        def interrupted(self: _ConnectionFairy, *args: object, **kwargs: object) -> object:
-            monkeypatch.setattr(_ConnectionFairy, "cursor", real_cursor)
+            opener = psycopg.Connection
+        real_cursor = opener.cursor
+
+        def interrupted(self: object, *args: object, **kwargs: object) -> object:
+            monkeypatch.setattr(opener, "cursor", real_cursor)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(_ConnectionFairy, "cursor", interrupted)
+        monkeypatch.setattr(opener, "cursor", interrupted)
         with pytest.raises(KeyboardInterrupt):
             append("b")
     elif failure == "leaf conflict":
