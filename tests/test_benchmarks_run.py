@@ -13,6 +13,7 @@ from tests.paths import ROOT
 
 RUNS = {
     "append.py": ["--quick"],
+    "async_store.py": ["--quick"],
     "import.py": ["--quick", "--repeat", "2"],  # two rounds: floor and store children alternate
     "export.py": ["--quick"],
     "sync.py": ["--quick"],

@@ -1,6 +1,7 @@
 """SessionStoreSession (sessionstore/openai_agents.py) against the OpenAI Agents SDK's own behaviour:
 the same operations on an ``agents.SQLiteSession`` give the same items; ``pop_item`` is a branch; and
-``Runner.run`` with a canned model (no network) persists two turns that export as a valid pi file."""
+``Runner.run`` and ``Runner.run_streamed`` with a canned model (no network) persist two turns that export
+as a valid pi file."""
 
 from __future__ import annotations
 
@@ -164,13 +165,35 @@ class CannedModel(Model):
     def __init__(self, outputs: list[list[Any]]) -> None:
         self.outputs = outputs
         self.inputs: list[Any] = []
+        self.asked: list[str] = []
+        """Which method each call asked: ``get_response`` or ``stream_response``."""
 
     async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
         self.inputs.append(input)
+        self.asked.append("get_response")
         return ModelResponse(output=self.outputs.pop(0), usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise AssertionError("these tests run Runner.run, which asks get_response; a streamed run is not tested")
+    async def stream_response(self, system_instructions: Any, input: Any, *args: Any,
+                              **kwargs: Any) -> AsyncIterator[Any]:
+        """The next canned output as a stream: its items one by one, then ``response.completed``."""
+        from openai.types.responses import (
+            Response,
+            ResponseCompletedEvent,
+            ResponseOutputItemAddedEvent,
+            ResponseOutputItemDoneEvent,
+        )
+
+        self.inputs.append(input)
+        self.asked.append("stream_response")
+        output = self.outputs.pop(0)
+        for index, item in enumerate(output):
+            yield ResponseOutputItemAddedEvent(type="response.output_item.added", item=item, output_index=index,
+                                               sequence_number=2 * index)
+            yield ResponseOutputItemDoneEvent(type="response.output_item.done", item=item, output_index=index,
+                                              sequence_number=2 * index + 1)
+        response = Response(id=f"resp_{len(self.inputs)}", created_at=0, model="canned", object="response",
+                            output=output, parallel_tool_calls=False, tool_choice="auto", tools=[])
+        yield ResponseCompletedEvent(type="response.completed", response=response, sequence_number=2 * len(output))
 
 
 def _text(text: str, item_id: str) -> ResponseOutputMessage:
@@ -178,9 +201,10 @@ def _text(text: str, item_id: str) -> ResponseOutputMessage:
                                  content=[ResponseOutputText(type="output_text", text=text, annotations=[])])
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["SessionStore", "AsyncSessionStore"])
 def test_runner_run_persists_two_turns_that_export_as_a_pi_file(db_url: str, tmp_path: Path,
-                                                                asynchronous: bool) -> None:
+                                                                asynchronous: bool, streamed: bool) -> None:
     @agents.function_tool
     def add(a: int, b: int) -> int:
         """Add two numbers."""
@@ -194,11 +218,17 @@ def test_runner_run_persists_two_turns_that_export_as_a_pi_file(db_url: str, tmp
     ])
     agent = agents.Agent(name="calc", instructions="Be brief.", model=model, tools=[add])
 
+    async def turn(session: SessionStoreSession, text: str) -> Any:
+        if not streamed:
+            return (await agents.Runner.run(agent, text, session=session, run_config=NO_TRACING)).final_output
+        result = agents.Runner.run_streamed(agent, text, session=session, run_config=NO_TRACING)
+        async for _event in result.stream_events():
+            pass
+        return result.final_output
+
     async def turns(store: Any) -> tuple[str, str]:
         session = SessionStoreSession("run", store, cwd="/w")
-        first = await agents.Runner.run(agent, "What is 2+2?", session=session, run_config=NO_TRACING)
-        second = await agents.Runner.run(agent, "What did I ask?", session=session, run_config=NO_TRACING)
-        return first.final_output, second.final_output
+        return await turn(session, "What is 2+2?"), await turn(session, "What did I ask?")
 
     if asynchronous:
         async def with_async_store() -> tuple[str, str]:
@@ -209,6 +239,7 @@ def test_runner_run_persists_two_turns_that_export_as_a_pi_file(db_url: str, tmp
         with SessionStore(db_url) as sync_store:
             outputs = run(turns(sync_store))
     assert outputs == ("It is 4.", "You asked about 2+2.")
+    assert model.asked == ["stream_response" if streamed else "get_response"] * 3
     third_input = model.inputs[2]
     assert [i.get("type") or i.get("role") for i in third_input] == [
         "user", "function_call", "function_call_output", "message", "user"]
