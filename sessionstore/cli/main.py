@@ -226,6 +226,11 @@ def _parsed_url(url: str) -> URL:
 
 def db_label(url: str) -> str:
     """How an error names the database: a SQLite file's path, else the URL without its password."""
+    from sessionstore.store.sqlite_file import plain_path
+
+    path = plain_path(url)
+    if path is not None:  # (what SQLAlchemy's parser gives for it, without loading SQLAlchemy)
+        return path
     try:
         parsed = _parsed_url(url)
     except Exception:

@@ -5,6 +5,9 @@ SQLite runs in WAL mode with ``busy_timeout``; ``synchronous`` is ``FULL`` by de
 acknowledged append survives a crash of the process or the machine) or ``NORMAL`` (faster; a power
 loss may lose the last transactions, never corrupt the file). Transactions on SQLAlchemy connections
 (migrations) with the ``WRITE`` option start with ``BEGIN IMMEDIATE``, as the backend's writes do.
+An existing SQLite file at the current schema is opened without SQLAlchemy
+(:func:`open_current_sqlite`; the settings are :func:`~sessionstore.store.sqlite_file.configure_connection`
+either way), and this module imports SQLAlchemy only when it makes an engine.
 """
 
 from __future__ import annotations
@@ -12,21 +15,18 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any, Literal
-
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from typing import TYPE_CHECKING, Any
 
 from sessionstore.errors import BackendUnavailableError, InvalidInputError
-from sessionstore.store.backend import Backend
-from sessionstore.wire.codec import json_dumps, json_loads
+from sessionstore.store.sqlite_file import PAGE_SIZE, Durability, configure_connection, open_current
 
-Durability = Literal["full", "normal"]
-PAGE_SIZE = 8192
-"""SQLite page size of a new database: rows of about a kilobyte (a typical message entry) leave little
-unused space in a page of this size (a 4 KiB page holds two or three of them, with up to a third
-unused); PostgreSQL's pages have the same size."""
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from sessionstore.store.backend import Backend
+
+__all__ = ["PAGE_SIZE", "WRITE", "Durability", "make_engine", "open_backend", "open_current_sqlite",
+           "upgrades_on_open"]
 WRITE = {"sessionstore_write": True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
 
@@ -53,8 +53,13 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
     ``on_event_loop`` (PostgreSQL only): the blocking face of an async engine, whose pool holds psycopg's
     ``AsyncConnection`` objects; every use of it must run under SQLAlchemy's ``greenlet_spawn`` on the
     loop that owns them (:class:`~sessionstore.aio.AsyncSessionStore` does)."""
-    if durability not in ("full", "normal"):
-        raise InvalidInputError(f"durability must be 'full' or 'normal', got {durability!r}")
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    from sessionstore.wire.codec import json_dumps, json_loads
+
+    check_durability(durability)
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -97,18 +102,9 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
         raise BackendUnavailableError(str(exc)) from exc
     except ArgumentError as exc:
         raise InvalidInputError(f"not a SQLite URL: {url!r}: {str(exc).splitlines()[0]}") from exc
-    synchronous = "FULL" if durability == "full" else "NORMAL"
-
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA busy_timeout = 60000")
-        cursor.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op unless the database is still empty
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute(f"PRAGMA synchronous = {synchronous}")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.close()
+        configure_connection(dbapi_connection, durability)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
@@ -116,6 +112,23 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def check_durability(durability: object) -> None:
+    if durability not in ("full", "normal"):
+        raise InvalidInputError(f"durability must be 'full' or 'normal', got {durability!r}")
+
+
+def open_current_sqlite(url: str, durability: Durability) -> Backend | None:
+    """The SQLite backend on ``url``'s file without SQLAlchemy, when the URL is a plain one and the file
+    is at the current schema (:func:`sessionstore.store.sqlite_file.open_current`); else ``None``."""
+    check_durability(durability)
+    source = open_current(url, durability)
+    if source is None:
+        return None
+    from sessionstore.store.sqlite import SqliteBackend
+
+    return SqliteBackend(source)
 
 
 def open_backend(engine: Engine) -> Backend:

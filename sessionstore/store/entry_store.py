@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
-from sqlalchemy import Engine
-
 from sessionstore.errors import (
     EntryIdTakenError,
     EntryNotFoundError,
@@ -33,7 +31,6 @@ from sessionstore.models.ids import random_entry_id
 from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso, now_ms
-from sessionstore.store import migrate
 from sessionstore.store.backend import (
     Backend,
     EntryBrief,
@@ -50,7 +47,7 @@ from sessionstore.store.backend import (
     search_row,
 )
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.engine import Durability, make_engine, open_backend, upgrades_on_open
+from sessionstore.store.engine import Durability, make_engine, open_backend, open_current_sqlite, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for, later_activity
 from sessionstore.store.location import default_url
 from sessionstore.store.records import (
@@ -71,6 +68,8 @@ from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, with
 from sessionstore.wire.migrate import CURRENT_VERSION
 
 if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
+    from sqlalchemy import Engine
+
     from sessionstore.wire.jsonl import SessionFileReader
 
 
@@ -144,6 +143,14 @@ class EntryStore:
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
                  on_event_loop: bool = False) -> None:
         self.url = url or default_url()
+        self._durability: Durability = durability
+        self._engine: Engine | None = None
+        direct = None if on_event_loop or upgrade else open_current_sqlite(self.url, durability)
+        if direct is not None:  # an existing SQLite file at the current schema: no SQLAlchemy
+            self.backend: Backend = direct
+            return
+        from sessionstore.store import migrate
+
         engine = make_engine(self.url, durability=durability, on_event_loop=on_event_loop)
         auto = upgrades_on_open(engine) if upgrade is None else upgrade
         try:
@@ -155,11 +162,20 @@ class EntryStore:
         except BaseException:
             engine.dispose()
             raise
-        self.engine: Engine = engine
-        self.backend: Backend = open_backend(engine)
+        self._engine = engine
+        self.backend = open_backend(engine)
+
+    @property
+    def engine(self) -> Engine:
+        """SQLAlchemy's engine on the database (made on first use when the file was opened without it)."""
+        if self._engine is None:
+            self._engine = make_engine(self.url, durability=self._durability)
+        return self._engine
 
     def close(self) -> None:
         self.backend.close()
+        if self._engine is not None:
+            self._engine.dispose()
 
     def __enter__(self) -> Self:
         return self

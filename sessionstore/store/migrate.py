@@ -26,17 +26,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.errors import SchemaError, SchemaTooNewError, StoreError
 from sessionstore.store.engine import WRITE
+from sessionstore.store.revision import SCHEMA_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-SCHEMA_REVISION = "0010"
-"""The Alembic revision this code needs (a test checks it is the head of ``migrations/versions``).
-It lives here, not beside the tables in :mod:`sessionstore.store.schema`: opening a store checks it,
-and need not build the table definitions to do so."""
-
-VERSION_TABLE = "sessionstore_alembic_version"
-"""Alembic's version table for sessionstore (``migrations/env.py`` configures it)."""
 LEGACY_VERSION_TABLE = "alembic_version"
 LEGACY_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
 """Our revisions that were recorded in Alembic's default table, ``alembic_version``."""

@@ -14,9 +14,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import IO, Any
-
-from sqlalchemy import Engine
+from typing import IO, Any, Protocol
 
 from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
@@ -265,8 +263,18 @@ def translate(exc: sqlite3.Error, *, write: bool) -> SessionStoreError:
     return StoreError(f"database {'refused the write' if write else 'error'}: {exc}")
 
 
+class ConnectionSource(Protocol):
+    """Where the backend's connections come from: SQLAlchemy's engine (its connect event configures
+    them), or :class:`~sessionstore.store.sqlite_file.SqliteFile` (an existing file at the current
+    schema, opened without SQLAlchemy)."""
+
+    def raw_connection(self) -> Any: ...
+
+    def dispose(self, close: bool = True) -> None: ...
+
+
 class SqliteBackend:
-    """Transactions on ``sqlite3`` connections of ``engine`` (its connect event sets the pragmas).
+    """Transactions on ``sqlite3`` connections of ``engine`` (a :class:`ConnectionSource`).
 
     Each thread keeps one connection of its own, taken from the pool once and detached from it (an
     append then costs no pool checkout and return); a transaction opened while the thread's own is
@@ -275,7 +283,7 @@ class SqliteBackend:
 
     name = "sqlite"
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ConnectionSource) -> None:
         self.engine = engine
         self._local = threading.local()
         self._kept: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()  # connection -> its pid

@@ -585,11 +585,15 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
     if failure == "interrupt":  # Ctrl-C right after the switch to autocommit
         from sqlalchemy.pool.base import _ConnectionFairy
 
+        from sessionstore.store.sqlite_file import DirectConnection, SqliteFile
+
         opener: Any = _ConnectionFairy  # what the backend asks for its cursor
         if entry_store.backend.name == "postgresql":
             import psycopg
 
             opener = psycopg.Connection
+        elif isinstance(getattr(entry_store.backend, "engine", None), SqliteFile):  # opened without SQLAlchemy
+            opener = DirectConnection
         real_cursor = opener.cursor
 
         def interrupted(self: object, *args: object, **kwargs: object) -> object:
