@@ -64,23 +64,32 @@ def _chat_usage(raw: Mapping[str, Any], cost: Mapping[str, Any], openrouter: boo
 
 
 def _append_detail(details: list[Json], detail: Mapping[str, Any]) -> None:
-    """pi-ai's ``appendOpenAIReasoningDetail``: consecutive text (summary) entries merge into one."""
+    """pi-ai's ``appendOpenAIReasoningDetail``: consecutive text (summary) entries merge into one.
+
+    JavaScript's ``??=`` and ``||=`` may assign ``undefined``: such a key keeps its place in the entry
+    (a later value lands there) and ``JSON.stringify`` leaves it out. It is held as ``js.MISSING`` here
+    and dropped by ``_details_json``."""
     last = details[-1] if details else None
     kind = detail.get("type")
     if last is not None and kind == last.get("type") and kind in ("reasoning.text", "reasoning.summary"):
         field = "text" if kind == "reasoning.text" else "summary"
         last[field] += detail[field]
-        if kind == "reasoning.text" and not js.truthy(last.get("signature")):
-            last["signature"] = detail.get("signature", js.MISSING)
-            if last["signature"] is js.MISSING:
-                del last["signature"]
-        for key in ("id", "index"):
-            if last.get(key) is None and detail.get(key) is not None:
-                last[key] = detail[key]
-        if not js.truthy(last.get("format")) and "format" in detail:
-            last["format"] = detail["format"]
+        if kind == "reasoning.text" and not js.truthy(last.get("signature", js.MISSING)):
+            last["signature"] = detail.get("signature", js.MISSING)  # lastDetail.signature ||= detail.signature
+        # fillMissingCommonReasoningDetailFields: id ??=, format ||=, index ??=
+        if js.nullish(last.get("id", js.MISSING)):
+            last["id"] = detail.get("id", js.MISSING)
+        if not js.truthy(last.get("format", js.MISSING)):
+            last["format"] = detail.get("format", js.MISSING)
+        if js.nullish(last.get("index", js.MISSING)):
+            last["index"] = detail.get("index", js.MISSING)
         return
     details.append(dict(detail))
+
+
+def _details_json(details: list[Json]) -> str:
+    """``JSON.stringify(details)``: keys holding ``undefined`` left out."""
+    return js_dumps([{key: value for key, value in detail.items() if value is not js.MISSING} for detail in details])
 
 
 def openai_chat_to_pi(
@@ -171,7 +180,7 @@ def _chat_content(out: Json, message: Mapping[str, Any], provider: str) -> None:
         if block["type"] == "toolCall":
             block.update(tool_arguments(block.pop("_text")))
         elif block is thinking and details is not None:
-            block["thinkingSignature"] = js_dumps(details)
+            block["thinkingSignature"] = _details_json(details)
 
 
 def _text_signature(item: Mapping[str, Any]) -> str:
