@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionstore.models import js
+from sessionstore.payloads.anthropic import ACTIVE_EFFORT
 from sessionstore.payloads.response_common import (
     Json,
     apply_openrouter_cost,
@@ -71,6 +72,10 @@ def anthropic_message_to_pi(
     data = response_json(message, "Anthropic message")
     facts = response_model(provider, model, data, "anthropic-messages")
     out = start_message(facts, timestamp)
+    if facts.compat.get("supportsMidConvoEffort") is True:
+        # The request's effort, which its effort markers carry (buildParams' providerThinkingLevel): the
+        # one build_payload sends, pi-ai's default (`options.effort ?? "high"`).
+        out["providerThinkingLevel"] = ACTIVE_EFFORT
     if data.get("id") is not None:
         out["responseId"] = data["id"]
     cost = registry_cost(facts)
