@@ -14,6 +14,7 @@ from sessionstore.models import js
 from sessionstore.payloads.anthropic import ACTIVE_EFFORT
 from sessionstore.payloads.response_common import (
     Json,
+    append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,
     fail,
@@ -121,4 +122,10 @@ def anthropic_message_to_pi(
     out["stopReason"] = stop
     if error is not None:
         return fail(out, error)
+    transformations = data.get("input_transformations")
+    if isinstance(transformations, list) and transformations:
+        # Reported once the stream has succeeded, each entry's type, path and reason (null ones left out).
+        append_diagnostic(out, "anthropic_input_transformations", [
+            {key: entry[key] for key in ("type", "path", "reason") if entry.get(key) is not None}
+            if isinstance(entry, Mapping) else {} for entry in transformations])
     return out

@@ -209,6 +209,13 @@ def tool_arguments(text: Any) -> Json:
     return {"arguments": parsed}
 
 
+def append_diagnostic(message: Json, kind: str, transformations: list[Json]) -> None:
+    """pi-ai's ``appendAssistantMessageDiagnostic`` of an input-transformations report. pi-ai stamps it
+    with ``Date.now()`` when the event arrives; the port with the message's own timestamp."""
+    diagnostic = {"type": kind, "timestamp": message["timestamp"], "details": {"transformations": transformations}}
+    message["diagnostics"] = [*(message.get("diagnostics") or []), diagnostic]
+
+
 def fail(message: Json, error: str) -> Json:
     """The stream's catch block: the message so far, stopped with ``error`` and its message."""
     message["stopReason"] = "error"

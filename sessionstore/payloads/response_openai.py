@@ -15,6 +15,7 @@ from sessionstore.models import js
 from sessionstore.payloads.openai_chat import _reasoning_detail
 from sessionstore.payloads.response_common import (
     Json,
+    append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,
     fail,
@@ -263,6 +264,7 @@ def openai_response_to_pi(
         else:
             message = "Unknown error (no error details in response)"
         return fail(out, message)
+    _reasoning_removals(out, data.get("input_transformations"))
     raw_usage = data.get("usage")
     if isinstance(raw_usage, Mapping):
         details = raw_usage.get("input_tokens_details")
@@ -300,6 +302,18 @@ def openai_response_to_pi(
     if stop == "error":
         return fail(out, error or "An unknown error occurred")
     return out
+
+
+def _reasoning_removals(out: Json, transformations: Any) -> None:
+    """pi-ai's ``appendReasoningRemovals``: the replayed reasoning items the API withheld, except
+    ``turn_boundary`` removals (reported for every earlier turn by models that use only the current one's)."""
+    if not isinstance(transformations, list):
+        return
+    removals = [t for t in transformations if isinstance(t, Mapping) and t.get("type") == "reasoning"
+                and t.get("action") == "removed" and t.get("reason") != "turn_boundary"]
+    if removals:
+        append_diagnostic(out, "openai_input_transformations", [
+            {key: t[key] for key in ("type", "id", "action", "reason") if key in t} for t in removals])
 
 
 def _response_stop(status: Any, reason: str | None) -> tuple[str, str | None]:
