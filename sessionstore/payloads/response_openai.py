@@ -257,10 +257,13 @@ def openai_response_to_pi(
     if status == "failed":
         out["rawStopReason"] = status
         error, details = data.get("error"), data.get("incomplete_details")
-        if isinstance(error, Mapping):
-            message = (f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
+        if js.truthy(error):
+            fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
+            code, text = fields.get("code"), fields.get("message")
+            message = (f"{js.to_string(code) if js.truthy(code) else 'unknown'}: "
+                       f"{js.to_string(text) if js.truthy(text) else 'no message'}")
         elif isinstance(details, Mapping) and js.truthy(details.get("reason")):
-            message = f"incomplete: {details['reason']}"
+            message = f"incomplete: {js.to_string(details['reason'])}"
         else:
             message = "Unknown error (no error details in response)"
         return fail(out, message)

@@ -103,7 +103,7 @@ function anthropicEvents(message) {
 
 // -- Chat Completions ------------------------------------------------------------------------------------
 // What a Chat Completions stream (stream_options.include_usage) sends for a completion: a first chunk
-// with the role, the reasoning text in pieces (in the field the message has it in), each reasoning
+// with the role, the reasoning text in pieces (in the fields the message has it in), each reasoning
 // detail in a chunk, the content in pieces, each tool call's id and name then its argument text in
 // pieces (by `index`), a chunk with the finish reason, and a last chunk with no choices and the usage.
 function chatChunks(completion) {
@@ -115,9 +115,15 @@ function chatChunks(completion) {
     if (choice) {
         const message = choice.message ?? {};
         chunk({ delta: { role: "assistant", content: "" }, finish_reason: null });
-        for (const field of ["reasoning_content", "reasoning", "reasoning_text"]) {
-            if (typeof message[field] !== "string") continue;
-            for (const piece of pieces(message[field])) chunk({ delta: { [field]: piece }, finish_reason: null });
+        // Each reasoning field the message has, cut alike and sent side by side (some providers send
+        // the same text in two fields of one delta).
+        const reasoning = ["reasoning_content", "reasoning", "reasoning_text"]
+            .filter((field) => typeof message[field] === "string")
+            .map((field) => [field, pieces(message[field])]);
+        const count = Math.max(0, ...reasoning.map(([, cut]) => cut.length));
+        for (let i = 0; i < count; i++) {
+            const delta = Object.fromEntries(reasoning.filter(([, cut]) => i < cut.length).map(([field, cut]) => [field, cut[i]]));
+            chunk({ delta, finish_reason: null });
         }
         for (const detail of Array.isArray(message.reasoning_details) ? message.reasoning_details : []) {
             chunk({ delta: { reasoning_details: [detail] }, finish_reason: null });
