@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionstore.models import js
+from sessionstore.payloads.anthropic import ACTIVE_EFFORT
 from sessionstore.payloads.response_common import (
     Json,
+    append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,
     fail,
@@ -71,6 +73,10 @@ def anthropic_message_to_pi(
     data = response_json(message, "Anthropic message")
     facts = response_model(provider, model, data, "anthropic-messages")
     out = start_message(facts, timestamp)
+    if facts.compat.get("supportsMidConvoEffort") is True:
+        # The request's effort, which its effort markers carry (buildParams' providerThinkingLevel): the
+        # one build_payload sends, pi-ai's default (`options.effort ?? "high"`).
+        out["providerThinkingLevel"] = ACTIVE_EFFORT
     if data.get("id") is not None:
         out["responseId"] = data["id"]
     cost = registry_cost(facts)
@@ -116,4 +122,10 @@ def anthropic_message_to_pi(
     out["stopReason"] = stop
     if error is not None:
         return fail(out, error)
+    transformations = data.get("input_transformations")
+    if isinstance(transformations, list) and transformations:
+        # Reported once the stream has succeeded, each entry's type, path and reason (null ones left out).
+        append_diagnostic(out, "anthropic_input_transformations", [
+            {key: entry[key] for key in ("type", "path", "reason") if entry.get(key) is not None}
+            if isinstance(entry, Mapping) else {} for entry in transformations])
     return out

@@ -134,19 +134,86 @@ def apply_openrouter_cost(usage: Json, reported: Any) -> None:
         usage["cost"]["totalFromProvider"] = True
 
 
+_VALID_ESCAPES = frozenset('"\\/bfnrt')
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def repair_json(text: str) -> str:
+    """pi-ai's ``repairJson``: inside strings, raw control characters are escaped and a backslash before
+    a character that starts no JSON escape is doubled."""
+    out: list[str] = []
+    in_string = False
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if not in_string:
+            out.append(char)
+            in_string = char == '"'
+        elif char == '"':
+            out.append(char)
+            in_string = False
+        elif char == "\\":
+            following = text[index + 1] if index + 1 < end else None
+            if following is None:
+                out.append("\\\\")
+            elif following == "u" and len(digits := text[index + 2:index + 6]) == 4 and set(digits) <= _HEX:
+                out.append("\\u" + digits)
+                index += 5
+            elif following in _VALID_ESCAPES:
+                out.append("\\" + following)
+                index += 1
+            else:
+                out.append("\\\\")
+        elif ord(char) <= 0x1F:
+            out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # Python's json reads NaN and Infinity; JSON.parse does not
+
+
+def _json_parse(text: str) -> Any:
+    """``JSON.parse`` as far as the value goes (the error's wording is Python's)."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def parse_json_with_repair(text: str) -> Any:
+    """pi-ai's ``parseJsonWithRepair``: the text's JSON value, else the value of the repaired text."""
+    try:
+        return _json_parse(text)
+    except ValueError:
+        repaired = repair_json(text)
+        if repaired == text:
+            raise
+    return _json_parse(repaired)
+
+
 def tool_arguments(text: Any) -> Json:
     """pi-ai's ``parseToolCallArguments`` of a tool call's complete argument text: ``{arguments}``, or
-    ``{arguments: {}, argumentsError}`` for text that is not a JSON object. (pi-ai first tries to repair
-    malformed JSON; this port does not, and words a parse error as Python does.)"""
+    ``{arguments: {}, argumentsError}`` for text that is not a JSON object even after ``repairJson``.
+    A parse error is worded as Python's ``json`` words it (pi-ai's is V8's ``JSON.parse`` message);
+    the rest of ``argumentsError`` is pi-ai's."""
     if not isinstance(text, str) or not text.strip():
         return {"arguments": {}}
     try:
-        parsed = json.loads(text)
+        parsed = parse_json_with_repair(text)
         if not isinstance(parsed, dict):
             raise ValueError("Tool arguments must be a JSON object")
     except ValueError as exc:
         return {"arguments": {}, "argumentsError": f"{exc}\n\nReceived arguments:\n{text}"}
     return {"arguments": parsed}
+
+
+def append_diagnostic(message: Json, kind: str, transformations: list[Json]) -> None:
+    """pi-ai's ``appendAssistantMessageDiagnostic`` of an input-transformations report. pi-ai stamps it
+    with ``Date.now()`` when the event arrives; the port with the message's own timestamp."""
+    diagnostic = {"type": kind, "timestamp": message["timestamp"], "details": {"transformations": transformations}}
+    message["diagnostics"] = [*(message.get("diagnostics") or []), diagnostic]
 
 
 def fail(message: Json, error: str) -> Json:

@@ -15,6 +15,7 @@ from sessionstore.models import js
 from sessionstore.payloads.openai_chat import _reasoning_detail
 from sessionstore.payloads.response_common import (
     Json,
+    append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,
     fail,
@@ -64,23 +65,32 @@ def _chat_usage(raw: Mapping[str, Any], cost: Mapping[str, Any], openrouter: boo
 
 
 def _append_detail(details: list[Json], detail: Mapping[str, Any]) -> None:
-    """pi-ai's ``appendOpenAIReasoningDetail``: consecutive text (summary) entries merge into one."""
+    """pi-ai's ``appendOpenAIReasoningDetail``: consecutive text (summary) entries merge into one.
+
+    JavaScript's ``??=`` and ``||=`` may assign ``undefined``: such a key keeps its place in the entry
+    (a later value lands there) and ``JSON.stringify`` leaves it out. It is held as ``js.MISSING`` here
+    and dropped by ``_details_json``."""
     last = details[-1] if details else None
     kind = detail.get("type")
     if last is not None and kind == last.get("type") and kind in ("reasoning.text", "reasoning.summary"):
         field = "text" if kind == "reasoning.text" else "summary"
         last[field] += detail[field]
-        if kind == "reasoning.text" and not js.truthy(last.get("signature")):
-            last["signature"] = detail.get("signature", js.MISSING)
-            if last["signature"] is js.MISSING:
-                del last["signature"]
-        for key in ("id", "index"):
-            if last.get(key) is None and detail.get(key) is not None:
-                last[key] = detail[key]
-        if not js.truthy(last.get("format")) and "format" in detail:
-            last["format"] = detail["format"]
+        if kind == "reasoning.text" and not js.truthy(last.get("signature", js.MISSING)):
+            last["signature"] = detail.get("signature", js.MISSING)  # lastDetail.signature ||= detail.signature
+        # fillMissingCommonReasoningDetailFields: id ??=, format ||=, index ??=
+        if js.nullish(last.get("id", js.MISSING)):
+            last["id"] = detail.get("id", js.MISSING)
+        if not js.truthy(last.get("format", js.MISSING)):
+            last["format"] = detail.get("format", js.MISSING)
+        if js.nullish(last.get("index", js.MISSING)):
+            last["index"] = detail.get("index", js.MISSING)
         return
     details.append(dict(detail))
+
+
+def _details_json(details: list[Json]) -> str:
+    """``JSON.stringify(details)``: keys holding ``undefined`` left out."""
+    return js_dumps([{key: value for key, value in detail.items() if value is not js.MISSING} for detail in details])
 
 
 def openai_chat_to_pi(
@@ -171,7 +181,7 @@ def _chat_content(out: Json, message: Mapping[str, Any], provider: str) -> None:
         if block["type"] == "toolCall":
             block.update(tool_arguments(block.pop("_text")))
         elif block is thinking and details is not None:
-            block["thinkingSignature"] = js_dumps(details)
+            block["thinkingSignature"] = _details_json(details)
 
 
 def _text_signature(item: Mapping[str, Any]) -> str:
@@ -247,13 +257,17 @@ def openai_response_to_pi(
     if status == "failed":
         out["rawStopReason"] = status
         error, details = data.get("error"), data.get("incomplete_details")
-        if isinstance(error, Mapping):
-            message = (f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
+        if js.truthy(error):
+            fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
+            code, text = fields.get("code"), fields.get("message")
+            message = (f"{js.to_string(code) if js.truthy(code) else 'unknown'}: "
+                       f"{js.to_string(text) if js.truthy(text) else 'no message'}")
         elif isinstance(details, Mapping) and js.truthy(details.get("reason")):
-            message = f"incomplete: {details['reason']}"
+            message = f"incomplete: {js.to_string(details['reason'])}"
         else:
             message = "Unknown error (no error details in response)"
         return fail(out, message)
+    _reasoning_removals(out, data.get("input_transformations"))
     raw_usage = data.get("usage")
     if isinstance(raw_usage, Mapping):
         details = raw_usage.get("input_tokens_details")
@@ -291,6 +305,18 @@ def openai_response_to_pi(
     if stop == "error":
         return fail(out, error or "An unknown error occurred")
     return out
+
+
+def _reasoning_removals(out: Json, transformations: Any) -> None:
+    """pi-ai's ``appendReasoningRemovals``: the replayed reasoning items the API withheld, except
+    ``turn_boundary`` removals (reported for every earlier turn by models that use only the current one's)."""
+    if not isinstance(transformations, list):
+        return
+    removals = [t for t in transformations if isinstance(t, Mapping) and t.get("type") == "reasoning"
+                and t.get("action") == "removed" and t.get("reason") != "turn_boundary"]
+    if removals:
+        append_diagnostic(out, "openai_input_transformations", [
+            {key: t[key] for key in ("type", "id", "action", "reason") if key in t} for t in removals])
 
 
 def _response_stop(status: Any, reason: str | None) -> tuple[str, str | None]:

@@ -22,9 +22,15 @@ reason) gives ``stopReason: "error"`` with pi-ai's ``errorMessage``: pi stores s
 to a session with ``store.append_message`` and return the entry id; a tool's result goes in with
 ``sessionstore.recording.append_tool_result`` under the call's ``id``.
 
-Not ported: pi-ai's repair of malformed tool-argument JSON (the call keeps ``arguments: {}`` and an
-``argumentsError``), Claude Code (OAuth) tool renaming, Chat Completions grammar tool calls, and the
-diagnostics pi-ai adds for input transformations.
+Tool-call arguments are read as pi-ai's ``parseToolCallArguments`` reads them (``repairJson`` first); a
+call whose arguments are still not a JSON object keeps ``arguments: {}`` and an ``argumentsError`` that
+words the parse error as Python does (pi-ai's is V8's). The input-transformation reports pi-ai keeps in
+``diagnostics`` are stamped with the message's timestamp. Anthropic models with effort markers record
+``providerThinkingLevel: "high"``, the effort ``build_payload`` sends.
+
+Not ported: Claude Code (OAuth) tool renaming, Chat Completions grammar tool calls, and ``durationMs``
+(pi-ai times the stream; a finished response has no duration). Checked against pi-ai's own stream
+functions by ``tests/differential/test_responses_against_pi.py`` (see ``PORTED.md``).
 """
 
 from __future__ import annotations
