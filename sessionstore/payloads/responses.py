@@ -20,7 +20,7 @@ reason) gives ``stopReason: "error"`` with pi-ai's ``errorMessage``: pi stores s
 
 ``record_anthropic``, ``record_openai_chat`` and ``record_openai_response`` append the converted message
 to a session with ``store.append_message`` and return the entry id; a tool's result goes in with
-``sessionstore.recording.append_tool_result`` under the call's ``id``.
+``SessionStore.append_tool_result`` under the call's ``id``.
 
 Tool-call arguments are read as pi-ai's ``parseToolCallArguments`` reads them (``repairJson`` first); a
 call whose arguments are still not a JSON object keeps ``arguments: {}`` and an ``argumentsError`` that
