@@ -15,35 +15,17 @@
 // No request is sent: the payload is taken from the `onPayload` hook, which then throws, so the stream
 // ends with an error event before any network access. `options` are passed to `stream` as they are,
 // besides an API key (one that selects neither OAuth nor ChatGPT sign-in) and the hook.
-// PI_CACHE_RETENTION is cleared so that the caller's environment cannot change the payloads.
 
 import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { API_KEYS, MODELS, STREAMS, load } from "./pi_ai.mjs";
 
-const piDir = process.env.SESSIONSTORE_PI_DIR;
-if (!piDir) {
-    console.error("SESSIONSTORE_PI_DIR is not set");
-    process.exit(2);
-}
-delete process.env.PI_CACHE_RETENTION;
-const dist = path.join(piDir, "@earendil-works", "pi-ai", "dist");
-const load = (file) => import(pathToFileURL(path.join(dist, file)).href);
-
-const { MODELS } = await load("models.generated.js");
 const { normalizeContext } = await load("utils/transcript.js");
-const builders = {
-    "anthropic-messages": (await load("api/anthropic-messages.js")).stream,
-    "openai-completions": (await load("api/openai-completions.js")).stream,
-    "openai-responses": (await load("api/openai-responses.js")).stream,
-};
-const API_KEYS = { "anthropic-messages": "sk-ant-api03-oracle", default: "sk-oracle" };
 const CAPTURED = "pi_payloads: payload captured";
 
 async function payloadFor({ provider, model: id, context, options }) {
     const model = MODELS[provider]?.[id];
     if (!model) return { error: `no model ${provider} ${id} in pi-ai's registry` };
-    const build = builders[model.api];
+    const build = STREAMS[model.api];
     if (!build) return { error: `api ${model.api} is not covered` };
     let payload;
     let text;

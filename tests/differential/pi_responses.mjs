@@ -23,26 +23,8 @@
 // `Date.now` is left alone: the caller pins the message's `timestamp` to the one pi-ai wrote.
 
 import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { API_KEYS, MODELS, STREAMS } from "./pi_ai.mjs";
 
-const piDir = process.env.SESSIONSTORE_PI_DIR;
-if (!piDir) {
-    console.error("SESSIONSTORE_PI_DIR is not set");
-    process.exit(2);
-}
-delete process.env.PI_CACHE_RETENTION;
-const dist = path.join(piDir, "@earendil-works", "pi-ai", "dist");
-const load = (file) => import(pathToFileURL(path.join(dist, file)).href);
-
-const { MODELS } = await load("models.generated.js");
-const streams = {
-    "anthropic-messages": (await load("api/anthropic-messages.js")).stream,
-    "openai-completions": (await load("api/openai-completions.js")).stream,
-    "openai-responses": (await load("api/openai-responses.js")).stream,
-};
-// An API key that selects neither Claude Code OAuth nor ChatGPT sign-in.
-const API_KEYS = { "anthropic-messages": "sk-ant-api03-oracle", default: "sk-oracle" };
 const CONTEXT = { systemPrompt: "You are pi.", messages: [{ role: "user", content: "Hi", timestamp: 0 }] };
 const PATHS = { "anthropic-messages": "/v1/messages", "openai-completions": "/chat/completions",
                 "openai-responses": "/responses" };
@@ -222,7 +204,7 @@ const SSE = { "anthropic-messages": anthropicEvents, "openai-completions": chatC
 async function run({ provider, model: id, response }) {
     const model = MODELS[provider]?.[id];
     if (!model) return { failure: `no model ${provider} ${id} in pi-ai's registry` };
-    const stream = streams[model.api];
+    const stream = STREAMS[model.api];
     if (!stream) return { failure: `api ${model.api} is not covered` };
     const body = SSE[model.api](response);
     const requests = [];
