@@ -21,7 +21,6 @@ from sessionstore.payloads import (
     record_openai_chat,
     record_openai_response,
 )
-from sessionstore.recording import append_tool_result
 from tests.paths import ROOT
 
 FIXTURES = ROOT / "fixtures" / "responses"
@@ -220,7 +219,7 @@ def test_a_recorded_response_is_replayed_by_the_next_payload(
     results = []
     for block in expected["content"]:
         if block["type"] == "toolCall":
-            result = append_tool_result(store, sid, tool_call_id=block["id"], tool_name=block["name"], content="18 C")
+            result = store.append_tool_result(sid, tool_call_id=block["id"], tool_name=block["name"], content="18 C")
             results.append(store.entry(sid, result)["message"])
     assert results
     second = build_payload(store.context(sid).llm, provider=provider, model=model, tools=TOOLS)
