@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -78,6 +79,11 @@ _HOOK_POLL = 1.0
 """Seconds between checks, while a worker thread waits for a callback on the caller's loop, that the
 loop is still running (a loop closed before it ran the callback would leave the worker waiting for ever)."""
 _CLOSED = "this AsyncSessionStore is closed"
+_CALL_UNDER_WAY: contextvars.ContextVar[object | None] = contextvars.ContextVar("sessionstore_aio_call",
+                                                                                 default=None)
+"""The runner whose call is under way in this context: a callback of that call (a ``transform_context``
+or ``progress`` hook) that calls the same store runs its call at once, inside the call that waits for
+it, as the sync store's nested calls run (queued behind it, it would wait for ever)."""
 
 
 class _Stopped(Exception):
@@ -171,8 +177,18 @@ class _Threads:
         pool = self._pool
         if pool is None:
             raise StoreError(_CLOSED)
+        if _CALL_UNDER_WAY.get() is self:  # from a callback of a call of this store, which waits for it
+            return job(self._opened.result())
+
+        def on_worker() -> T:
+            token = _CALL_UNDER_WAY.set(self)  # (a callback's task on the loop inherits it)
+            try:
+                return job(self._opened.result())
+            finally:
+                _CALL_UNDER_WAY.reset(token)
+
         try:
-            submitted = pool.submit(lambda: job(self._opened.result()))
+            submitted = pool.submit(on_worker)
         except RuntimeError:  # shut down by an aclose() that began meanwhile
             raise StoreError(_CLOSED) from None
         try:
@@ -248,11 +264,17 @@ class _OnLoop:
     async def open(self) -> SessionStore:
         if self._closed:
             raise StoreError(_CLOSED)
+        return await self._open()
+
+    def _check_loop(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
         elif loop is not self._loop:  # psycopg's async connections work on the loop that made them only
             raise StoreError("this AsyncSessionStore is in use on another event loop: open one per loop")
+
+    async def _open(self) -> SessionStore:
+        self._check_loop()
         if self._opening is None:
             from sqlalchemy.util import greenlet_spawn
 
@@ -269,18 +291,22 @@ class _OnLoop:
         """``job(store)`` as a greenlet on this loop; cancelling the caller drops a call not yet started."""
         from sqlalchemy.util import greenlet_spawn
 
-        store = await self.open()
+        if self._closed:
+            raise StoreError(_CLOSED)
+        if _CALL_UNDER_WAY.get() is self:  # from a callback of a call of this store, which waits for it
+            return await greenlet_spawn(job, await self.open())
         started = False
 
         async def call() -> T:
             nonlocal started
+            store = await self._open()
             async with self._slots:
                 started = True
+                _CALL_UNDER_WAY.set(self)  # (this task's own context: its callbacks see it)
                 return await greenlet_spawn(job, store)
 
-        if self._closed:
-            raise StoreError(_CLOSED)
-        task = asyncio.ensure_future(call())
+        self._check_loop()
+        task = asyncio.ensure_future(call())  # registered now: an aclose() that follows waits for it
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
         task.add_done_callback(_retrieve)

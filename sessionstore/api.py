@@ -154,7 +154,7 @@ class SessionStore:
     @property
     def database(self) -> str:
         """The database's URL, password hidden."""
-        return self._entries.engine.url.render_as_string(hide_password=True)
+        return self._entries.database
 
     def close(self) -> None:
         self._entries.close()

@@ -370,6 +370,7 @@ class PostgresBackend:
         except Exception as exc:
             raise StoreError(f"cannot connect: {exc}") from exc
         driver: Any = blocking_driver(raw)
+        broken = False
         try:
             if not write:  # psycopg then begins with BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
                 driver.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -390,14 +391,16 @@ class PostgresBackend:
                 try:
                     raw.rollback()  # psycopg sends ROLLBACK whenever the server reports a transaction open
                 except Exception:  # the connection broke: report what broke it, and do not pool it again
+                    broken = True
                     raw.invalidate()
                 raise
             finally:
-                cursor.close()
-                try:
-                    _restore_defaults(driver)
-                except Exception:  # (the checkin listener would drop it too)
-                    raw.invalidate()
+                if not broken:
+                    cursor.close()
+                    try:
+                        _restore_defaults(driver)
+                    except Exception:  # (the checkin listener would drop it too)
+                        raw.invalidate()
         except psycopg.Error as exc:
             raise translate(exc, write=write) from exc
         finally:

@@ -9,7 +9,7 @@ appends starts without it. Every other URL, a missing file, and a schema that is
 newer take SQLAlchemy's path (:func:`~sessionstore.store.engine.make_engine`), which creates,
 upgrades or says why not.
 
-This module imports only the standard library.
+This module imports only the standard library (and the store's errors when it raises one).
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ unused); PostgreSQL's pages have the same size."""
 _PREFIX = "sqlite:///"
 _NOT_PLAIN = frozenset("?#%~")
 """Characters after which a URL is left to SQLAlchemy's parser (query options, escapes, a home dir)."""
+
+
+def check_durability(durability: object) -> None:
+    if durability not in ("full", "normal"):
+        from sessionstore.errors import InvalidInputError
+
+        raise InvalidInputError(f"durability must be 'full' or 'normal', got {durability!r}")
 
 
 def configure_connection(dbapi_connection: Any, durability: Durability) -> None:
@@ -84,8 +91,15 @@ class SqliteFile:
     backend keeps them (one per thread), so there is no pool. ``spare``: an open connection to give
     out first (the one that checked the schema)."""
 
+    @property
+    def url(self) -> str:
+        """A URL of :attr:`path` for SQLAlchemy (``sqlite:////absolute``)."""
+        return _PREFIX + self.path
+
     def __init__(self, path: str, durability: Durability, spare: sqlite3.Connection | None = None) -> None:
-        self.path = path
+        self.path = os.path.abspath(path)
+        """The file, made absolute once (as SQLAlchemy's SQLite dialect does), so that every connection
+        opens it whatever the working directory is later."""
         self.durability: Durability = durability
         self._spare = spare
 
@@ -112,6 +126,7 @@ def open_current(url: str, durability: Durability) -> SqliteFile | None:
     """``url``'s file when it is a plain SQLite URL of an existing file at :data:`SCHEMA_REVISION`,
     else ``None`` (also for any error: SQLAlchemy's path then reports it). The schema is read before
     any setting is made, so a file that is not a sessionstore database is left as it is."""
+    check_durability(durability)
     path = plain_path(url)
     if path is None or not os.path.isfile(path):
         return None
