@@ -33,7 +33,9 @@ is cancelled or the store closed.
 
 Callbacks (``transform_context``, ``progress``, ``on_cycle``) run on the caller's event loop: an
 ``async def`` hook is awaited there, and the call waits for it, so a hook may use the loop's objects
-(clients, locks) and what it raises is what a sync hook raising would give.
+(clients, locks) and what it raises is what a sync hook raising would give. A callback may call the
+same store: that call runs at once, inside the call that waits for the callback (queued behind it, it
+would wait for ever); on SQLite it then runs on the loop's thread.
 
 The store is opened by the first call, or by ``async with`` (or :meth:`open`), which raises an error of
 opening; never on the loop's thread on SQLite.
