@@ -45,7 +45,7 @@ def _retype(to: str) -> None:
 
 def _rewrite_as_pi_lines() -> None:
     """Every payload as the line pi would write (the export writes stored text as it is)."""
-    from sessionstore.store.engine import json_loads
+    from sessionstore.wire.codec import json_loads
     from sessionstore.wire.jsonl import dump_line
 
     driver: Any = op.get_bind().connection.driver_connection

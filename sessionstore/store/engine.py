@@ -6,7 +6,7 @@ acknowledged append survives a crash of the process or the machine) or ``NORMAL`
 loss may lose the last transactions, never corrupt the file). Transactions on SQLAlchemy connections
 (migrations) with the ``WRITE`` option start with ``BEGIN IMMEDIATE``, as the backend's writes do.
 An existing SQLite file at the current schema is opened without SQLAlchemy
-(:mod:`sessionstore.store.sqlite_file`; the settings are :func:`~sessionstore.store.sqlite_file.configure_connection`
+(:func:`open_current_sqlite`; the settings are :func:`~sessionstore.store.sqlite_file.configure_connection`
 either way), and this module imports SQLAlchemy only when it makes an engine.
 """
 
@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessionstore.errors import BackendUnavailableError, InvalidInputError
-from sessionstore.store.sqlite_file import PAGE_SIZE, Durability, check_durability, configure_connection
+from sessionstore.store.sqlite_file import PAGE_SIZE, Durability, check_durability, configure_connection, open_current
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from sessionstore.store.backend import Backend
 
-__all__ = ["PAGE_SIZE", "WRITE", "Durability", "make_engine", "open_backend",
+__all__ = ["PAGE_SIZE", "WRITE", "Durability", "make_engine", "open_backend", "open_current_sqlite",
            "upgrades_on_open"]
 WRITE = {"sessionstore_write": True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
@@ -112,6 +112,18 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def open_current_sqlite(url: str, durability: Durability) -> tuple[Backend, str] | None:
+    """The SQLite backend on ``url``'s file without SQLAlchemy, and the file's absolute URL (for an engine
+    made later), when the URL is a plain one and the file is at the current schema
+    (:func:`sessionstore.store.sqlite_file.open_current`); else ``None``."""
+    source = open_current(url, durability)
+    if source is None:
+        return None
+    from sessionstore.store.sqlite import SqliteBackend
+
+    return SqliteBackend(source), source.url
 
 
 def open_backend(engine: Engine) -> Backend:

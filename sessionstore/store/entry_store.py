@@ -47,7 +47,7 @@ from sessionstore.store.backend import (
     search_row,
 )
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.engine import Durability, make_engine, open_backend, upgrades_on_open
+from sessionstore.store.engine import Durability, make_engine, open_backend, open_current_sqlite, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for, later_activity
 from sessionstore.store.location import default_url
 from sessionstore.store.records import (
@@ -63,7 +63,6 @@ from sessionstore.store.records import (
     write_tree_json,
 )
 from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, encode_dangling, line_digest
-from sessionstore.store.sqlite_file import SqliteFile, open_current
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.migrate import CURRENT_VERSION
@@ -146,11 +145,12 @@ class EntryStore:
         self.url = url or default_url()
         self._durability: Durability = durability
         self._engine: Engine | None = None
-        self._file: SqliteFile | None = None if on_event_loop or upgrade else open_current(self.url, durability)
-        if self._file is not None:  # an existing SQLite file at the current schema: no SQLAlchemy
-            from sessionstore.store.sqlite import SqliteBackend
-
-            self.backend: Backend = SqliteBackend(self._file)
+        opened = None if on_event_loop or upgrade else open_current_sqlite(self.url, durability)
+        self._file_url: str | None = None
+        """The absolute URL of a SQLite file opened without SQLAlchemy."""
+        if opened is not None:  # an existing SQLite file at the current schema: no SQLAlchemy
+            self.backend: Backend = opened[0]
+            self._file_url = opened[1]
             return
         from sessionstore.store import migrate
 
@@ -173,14 +173,14 @@ class EntryStore:
         """SQLAlchemy's engine on the database (made on first use, for the file opened, when it was opened
         without SQLAlchemy)."""
         if self._engine is None:
-            assert self._file is not None
-            self._engine = make_engine(self._file.url, durability=self._durability)
+            assert self._file_url is not None
+            self._engine = make_engine(self._file_url, durability=self._durability)
         return self._engine
 
     @property
     def database(self) -> str:
         """The database's URL, password hidden (a SQLite file opened without SQLAlchemy: the URL given)."""
-        if self._file is not None:
+        if self._file_url is not None:
             return self.url
         return self.engine.url.render_as_string(hide_password=True)
 
