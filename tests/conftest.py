@@ -91,6 +91,17 @@ def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
 
 
 @pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh PostgreSQL database, for a test of what only PostgreSQL has (skipped, as ``db_url``'s
+    PostgreSQL half is, when ``SESSIONSTORE_TEST_PG_URL`` is not set; CI sets it)."""
+    if not PG_URL:
+        pytest.skip("SESSIONSTORE_TEST_PG_URL is not set")
+    name, url = fresh_pg_database(request.getfixturevalue("pg_template"))
+    yield url
+    drop_pg_database(name)
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'sessions.db'}"
 

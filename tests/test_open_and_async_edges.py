@@ -119,12 +119,10 @@ async def test_a_transform_context_hook_that_calls_the_store_does_not_deadlock(d
         await _unwedge(store)
 
 
-async def test_concurrent_hooks_that_call_the_store_do_not_deadlock_with_the_default_workers(db_url: str) -> None:
+async def test_concurrent_hooks_that_call_the_store_do_not_deadlock_with_the_default_workers(pg_url: str) -> None:
     """As above with the default ``workers`` (4 on PostgreSQL): ``workers`` concurrent ``context`` calls
     whose hooks each make one more call hold every slot while their nested calls wait for one."""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("the default of 1 worker on SQLite is the test above")
-    store = AsyncSessionStore(db_url)
+    store = AsyncSessionStore(pg_url)  # (SQLite's default of 1 worker is the test above)
     sid = await store.create_session(cwd="/w")
     await store.append_message(sid, {"role": "user", "content": "hi", "timestamp": 1})
 
@@ -157,16 +155,15 @@ async def test_aclose_waits_for_a_call_made_before_it_while_the_store_was_openin
     assert isinstance(sid, str)
 
 
-async def test_a_connection_the_server_terminated_gives_a_store_error_and_no_warning(db_url: str) -> None:
+async def test_a_connection_the_server_terminated_gives_a_store_error_and_no_warning(pg_url: str) -> None:
     """``pg_terminate_backend`` on the store's pooled connection, then a call: ``raw.rollback()`` fails,
     so ``PostgresBackend._transaction`` invalidates the connection, and then ``_restore_defaults`` fails
     on it too and the ``finally`` invalidates it a second time: SQLAlchemy warns "Can't invalidate an
     already-closed connection" (SAWarning), which under ``-W error`` (this suite's setting) replaces the
     ``StoreError`` the caller should get. (The sync store does the same; the async one inherits it.)"""
-    if not db_url.startswith("postgresql"):
-        pytest.skip("PostgreSQL only")
     import psycopg
 
+    db_url = pg_url
     store = AsyncSessionStore(db_url, workers=1)
     try:
         sid = await store.create_session(cwd="/w")

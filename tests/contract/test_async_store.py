@@ -195,15 +195,14 @@ async def test_a_call_cancelled_while_it_runs_lands_whole(aio: AsyncSessionStore
 
 
 async def test_postgresql_calls_run_on_the_callers_loop_on_psycopgs_async_connections(
-    aio: AsyncSessionStore, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import psycopg
 
     from sessionstore.store import postgres
 
-    if not aio.on_event_loop:
-        assert _backend(aio) == "sqlite"
-        return
+    aio = AsyncSessionStore(pg_url)
+    assert aio.on_event_loop
     seen: list[tuple[type, int]] = []
     real = postgres.blocking_driver
 
@@ -217,13 +216,12 @@ async def test_postgresql_calls_run_on_the_callers_loop_on_psycopgs_async_connec
     buf = io.BytesIO()
     assert await aio.export_jsonl(sid, buf) == 1  # COPY out
     await aio.import_jsonl(io.BytesIO(buf.getvalue().replace(sid.encode(), b"copy")))  # COPY in
+    await aio.aclose()
     assert seen and set(seen) == {(psycopg.AsyncConnection, threading.get_ident())}
 
 
-async def test_postgresql_other_tasks_run_while_a_call_waits_for_the_server(aio: AsyncSessionStore) -> None:
-    if not aio.on_event_loop:
-        assert _backend(aio) == "sqlite"
-        return
+async def test_postgresql_other_tasks_run_while_a_call_waits_for_the_server(pg_url: str) -> None:
+    aio = AsyncSessionStore(pg_url)
     sid = await aio.create_session(cwd="/w")
     ticks = 0
 
@@ -243,11 +241,8 @@ async def test_postgresql_other_tasks_run_while_a_call_waits_for_the_server(aio:
         await aio.append_message(sid, user("after"))
     finally:
         ticker.cancel()
+        await aio.aclose()
     assert ticks > 100
-
-
-def _backend(aio: AsyncSessionStore) -> str:
-    return aio.url.split(":", 1)[0]
 
 
 async def test_an_async_transform_context_is_awaited_on_the_callers_loop(aio: AsyncSessionStore) -> None:
@@ -346,11 +341,8 @@ async def test_close_stops_a_watch_sync_under_way(db_url: str, tmp_path: Path) -
         await watching
 
 
-def test_postgresql_a_store_used_on_a_second_loop_says_so(db_url: str) -> None:
-    aio = AsyncSessionStore(db_url)
-    if not aio.on_event_loop:
-        assert _backend(aio) == "sqlite"
-        return
+def test_postgresql_a_store_used_on_a_second_loop_says_so(pg_url: str) -> None:
+    aio = AsyncSessionStore(pg_url)
     with asyncio.Runner() as first:
         sid = first.run(aio.create_session(cwd="/w"))
         with asyncio.Runner() as second, pytest.raises(StoreError, match="another event loop"):
