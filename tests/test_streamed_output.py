@@ -217,7 +217,7 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
 
 def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """An embedding's text-only stdout: a character split between two writes of the stream arrives whole."""
-    from sessionstore.cli import main
+    import sessionstore.cli.main as main
 
     class TextOnly(io.StringIO):
         pass
