@@ -217,7 +217,9 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
 
 def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """An embedding's text-only stdout: a character split between two writes of the stream arrives whole."""
-    import sessionstore.cli.main as main
+    import importlib
+
+    main = importlib.import_module("sessionstore.cli.main")  # (the package's attribute `main` is the entry point)
 
     class TextOnly(io.StringIO):
         pass
