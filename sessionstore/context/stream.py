@@ -61,7 +61,7 @@ def _skeleton(session_id: str, leaf_id: str | None, thinking_level: Any, model: 
 
 class _Array:
     """A JSON array of indent-2 items two levels deep, written item by item (each item as
-    :func:`js_item` writes it, its newline first)."""
+    :func:`js_item` writes it, its comma first)."""
 
     __slots__ = ("_put", "count")
 
@@ -70,9 +70,11 @@ class _Array:
         self.count = 0
 
     def add(self, item: bytes | memoryview) -> None:
-        put = self._put
-        put(b"," if self.count else b"[")
-        put(item)
+        if self.count:
+            self._put(item)
+        else:
+            self._put(b"[")
+            self._put(memoryview(item)[1:])
         self.count += 1
 
     def close(self) -> None:

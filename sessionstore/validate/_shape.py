@@ -100,7 +100,7 @@ def scan_plain_message(scan: ShapeScan, index: int, raw: object) -> bool:
     if not plainly_valid(raw, calls):
         return False
     for block_index, call_id, name in calls:
-        scan.calls.append(ToolCallRecord(index, block_index, call_id, name, well_formed=True))
+        scan.calls.append(ToolCallRecord(index, block_index, call_id, name, True))
     if raw["role"] == "toolResult":  # type: ignore[index]
         scan.results.append(ToolResultRecord(index, raw["toolCallId"], raw["toolName"], True))  # type: ignore[index]
     return True

@@ -412,28 +412,31 @@ def newline_at(depth: int) -> bytes:
 
 
 def _wrapped(value: Any, depth: int) -> Any:
-    for _ in range(depth):
-        value = [value]
-    return value
+    """``value`` as the second item of a list ``depth`` levels deep (the first: ``0``)."""
+    wrapped: Any = [0, value]
+    for _ in range(depth - 1):
+        wrapped = [wrapped]
+    return wrapped
 
 
 def _item_bounds(depth: int) -> tuple[int, int]:
-    """Where the item starts (its newline) and how many bytes follow it in orjson's indented text of
-    ``value`` wrapped in ``depth`` one-item lists."""
-    out = _orjson(_wrapped(0, depth), True)
-    at = out.index(b"0")
-    return at - len(newline_at(depth)), len(out) - at - 1
+    """Where the second item's comma is, and how many bytes follow that item, in orjson's indented
+    text of a value wrapped by :func:`_wrapped`."""
+    out = _orjson(_wrapped(1, depth), True)
+    at = out.index(b"1")
+    return at - len(newline_at(depth)) - 1, len(out) - at - 1
 
 
 _ITEM_BOUNDS = {depth: _item_bounds(depth) for depth in (1, 2, 3)}
 
 
 def js_item(value: Any, depth: int) -> bytes | memoryview:
-    """``newline_at(depth) + js_dumpb_nested(value, depth)``: an item of an array ``depth`` levels deep
-    in a value written with ``indent=2``, its newline first. orjson writes it in place, the value
-    wrapped in ``depth`` one-item lists so that its lines come indented as they read there (no second
-    pass over the text), and the item is a view of that text; the value's numbers are looked at
-    before (:func:`_patched_numbers`), so it is written once."""
+    """``b"," + newline_at(depth) + js_dumpb_nested(value, depth)``: an item that follows another in an
+    array ``depth`` levels deep of a value written with ``indent=2``, its comma and newline first (the
+    first item of an array is ``[`` and the rest of it). orjson writes it in place, the value the
+    second item of a list nested ``depth`` deep, so that its lines come indented as they read there
+    (no second pass over the text), and the item is a view of that text; the value's numbers are
+    looked at before (:func:`_patch`), so it is written once."""
     bounds = _ITEM_BOUNDS.get(depth)
     if bounds is not None:
         try:
@@ -448,7 +451,7 @@ def js_item(value: Any, depth: int) -> bytes | memoryview:
             else:
                 start, tail = bounds
                 return memoryview(out)[start : len(out) - tail]
-    return newline_at(depth) + js_dumpb_nested(value, depth)
+    return b"," + newline_at(depth) + js_dumpb_nested(value, depth)
 
 
 @contextmanager
