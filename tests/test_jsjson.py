@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sessionstore.wire.jsjson import js_dumpb, js_dumps
+from sessionstore.wire.jsjson import js_dumpb, js_dumpb_nested, js_dumps, js_item, newline_at
 
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed: no JSON.stringify to compare with")
@@ -146,6 +146,28 @@ def test_the_fast_path_and_the_iterative_writer_give_the_same_text() -> None:
         slow = js_dumps([value, "\ud800"], indent=2)
         lines = plain.split("\n")
         assert slow == "[\n  " + "\n  ".join(lines) + ',\n  "\\ud800"\n]'
+
+
+def test_an_array_item_is_the_nested_text_after_its_comma() -> None:
+    """js_item (the streamed context's items, written by orjson inside a wrapper) is the text
+    js_dumpb_nested gives, whatever the value: plain data, numbers JavaScript writes otherwise,
+    what orjson refuses (lone surrogates, big integers, tuples, non-string keys), deep nesting."""
+    deep: Any = 0
+    for _ in range(300):
+        deep = [deep]
+    values: list[Any] = [*TRICKY, deep, {"a": deep}, {1: "x"}, {"usage": {"cost": {"input": 9e-06, "total": 0.0}}}]
+    rng = random.Random(11)
+    values += [random_value(rng, allow_nan=True) for _ in range(200)]
+    for depth in (1, 2, 3, 4):
+        for value in values:
+            assert bytes(js_item(value, depth)) == b"," + newline_at(depth) + js_dumpb_nested(value, depth), value
+
+
+def test_an_array_item_that_contains_itself_is_refused() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="circular"):
+        js_item({"a": loop}, 2)
 
 
 # -- against node's JSON.stringify ---------------------------------------------------------------

@@ -30,9 +30,10 @@ from sessionstore.context.build import (
     settings,
 )
 from sessionstore.context.project import ProviderSafe, convert_message
+from sessionstore.models.roles import PROVIDER_ROLES
 from sessionstore.validate import Diagnostic
 from sessionstore.validate.transcript import TranscriptValidation
-from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb, js_dumpb_nested
+from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb, js_item
 
 Json = dict[str, Any]
 
@@ -40,7 +41,6 @@ SPOOL_IN_MEMORY = 8 << 20
 """Bytes of projected messages kept in memory before their temporary file goes to disk."""
 _ITEM_DEPTH = 2
 """Messages are items of the top-level object's arrays: two levels deep."""
-_ITEM_START = b"\n" + b"  " * _ITEM_DEPTH
 _MESSAGES_KEY = b'\n  "messages": []'
 _LLM_KEY = b'\n  "llm": []'
 
@@ -60,20 +60,25 @@ def _skeleton(session_id: str, leaf_id: str | None, thinking_level: Any, model: 
 
 
 class _Array:
-    """A JSON array of indent-2 items two levels deep, written item by item."""
+    """A JSON array of indent-2 items two levels deep, written item by item (each item as
+    :func:`js_item` writes it, its comma first)."""
 
-    __slots__ = ("_out", "count")
+    __slots__ = ("_put", "count")
 
     def __init__(self, out: JsonPieces) -> None:
-        self._out = out
+        self._put = out.put
         self.count = 0
 
-    def add(self, item: bytes) -> None:
-        self._out.put((b"[" if not self.count else b",") + _ITEM_START + item)
+    def add(self, item: bytes | memoryview) -> None:
+        if self.count:
+            self._put(item)
+        else:
+            self._put(b"[")
+            self._put(memoryview(item)[1:])
         self.count += 1
 
     def close(self) -> None:
-        self._out.put(b"\n  ]" if self.count else b"[]")
+        self._put(b"\n  ]" if self.count else b"[]")
 
 
 @gc_paused()  # (its loop makes and drops many small containers: see gc_paused)
@@ -109,15 +114,20 @@ def write_context_json(
         llm_out = JsonPieces(spool)
         llm = _Array(llm_out)
 
+        add_message, add_llm, validate = messages.add, llm.add, validation.add
+
         def send(message: Any, entry_id: str | None) -> None:
             index = messages.count
-            text = js_dumpb_nested(message, _ITEM_DEPTH)
-            messages.add(text)
-            validation.add(message, entry_id)
+            text = js_item(message, _ITEM_DEPTH)
+            add_message(text)
+            validate(message, entry_id)
+            if repairs is None and type(message) is dict and message.get("role") in PROVIDER_ROLES:
+                add_llm(text)  # convert_message's answer for a provider role: the message itself
+                return
             for projected in convert_message(message):
                 sent = [projected] if repairs is None else repairs.add(projected, index, entry_id)
                 for item in sent:
-                    llm.add(text if item is message else js_dumpb_nested(item, _ITEM_DEPTH))
+                    llm.add(text if item is message else js_item(item, _ITEM_DEPTH))
 
         selection = ContextSelection(compaction)
         edits = latest_edits(edit_entries)
@@ -125,8 +135,9 @@ def write_context_json(
         if compaction is not None:
             for message in context_entry_messages(compaction, True, edits, built):
                 send(message, _entry_id(compaction))
+        select = selection.select
         for entry, at_compaction in entries:
-            if not selection.select(entry, at_compaction):
+            if not select(entry, at_compaction):
                 continue
             entry_id = _entry_id(entry)
             if edits and entry_id in edits:
@@ -137,7 +148,7 @@ def write_context_json(
             targets_met.add(compaction_id)
         if repairs is not None:
             for item in repairs.close():
-                llm.add(js_dumpb_nested(item, _ITEM_DEPTH))
+                llm.add(js_item(item, _ITEM_DEPTH))
         messages.close()
         llm.close()
         llm_out.flush()

@@ -88,13 +88,26 @@ def scan_transcript(scan: ShapeScan, value: object) -> None:
 
 
 def _scan_message(scan: ShapeScan, index: int, raw: object) -> None:
+    if not scan_plain_message(scan, index, raw):
+        scan_message_fully(scan, index, raw)
+
+
+def scan_plain_message(scan: ShapeScan, index: int, raw: object) -> bool:
+    """The compiled rules' answer for a message of plain JSON data with nothing to report: its tool
+    records are recorded and ``True`` returned; ``False`` (nothing recorded) leaves the message to
+    :func:`scan_message_fully`. Never raises."""
     calls: Calls = []
-    if plainly_valid(raw, calls):  # plain JSON data with nothing to report: the compiled rules
-        for block_index, call_id, name in calls:
-            scan.calls.append(ToolCallRecord(index, block_index, call_id, name, well_formed=True))
-        if raw["role"] == "toolResult":  # type: ignore[index]
-            scan.results.append(ToolResultRecord(index, raw["toolCallId"], raw["toolName"], True))  # type: ignore[index]
-        return
+    if not plainly_valid(raw, calls):
+        return False
+    for block_index, call_id, name in calls:
+        scan.calls.append(ToolCallRecord(index, block_index, call_id, name, True))
+    if raw["role"] == "toolResult":  # type: ignore[index]
+        scan.results.append(ToolResultRecord(index, raw["toolCallId"], raw["toolName"], True))  # type: ignore[index]
+    return True
+
+
+def scan_message_fully(scan: ShapeScan, index: int, raw: object) -> None:
+    """The full rules for one message: every problem reported, the readable tool records recorded."""
     path = message_path(index)
     fields = as_mapping(raw)
     if type(fields) is Unreadable:

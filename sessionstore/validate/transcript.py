@@ -104,11 +104,16 @@ class TranscriptValidation:
         if self._failure is not None:
             return
         index = self._count
-        self._count += 1
+        self._count = index + 1
         scan = self._scan
-        before = len(scan.findings) + len(scan.calls) + len(scan.results)
+        records = len(scan.calls) + len(scan.results)
+        if _shape.scan_plain_message(scan, index, message):  # (never raises)
+            if len(scan.calls) + len(scan.results) != records:
+                self._ids[index] = exact_str(entry_id)
+            return
+        before = len(scan.findings) + records
         try:
-            _shape._scan_message(scan, index, message)
+            _shape.scan_message_fully(scan, index, message)
         except Exception as exc:
             self._failure = Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
         if len(scan.findings) + len(scan.calls) + len(scan.results) != before:

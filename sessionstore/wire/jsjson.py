@@ -32,8 +32,8 @@ import orjson
 from sessionstore.models.js import js_number
 
 __all__ = [
-    "JsonPieces", "escape_surrogates", "gc_paused", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_number_text",
-    "js_string", "newline_at",
+    "JsonPieces", "escape_surrogates", "gc_paused", "js_dumpb", "js_dumpb_nested", "js_dumps", "js_item",
+    "js_number_text", "js_string", "newline_at",
 ]
 
 MAX_SAFE = 2**53
@@ -406,6 +406,54 @@ def js_dumpb_nested(value: Any, depth: int) -> bytes:
     return _reindent(out, "  ", depth) if depth else out
 
 
+def newline_at(depth: int) -> bytes:
+    """A newline and the indentation of ``depth`` levels of ``indent=2``."""
+    return b"\n" + b"  " * depth
+
+
+def _wrapped(value: Any, depth: int) -> Any:
+    """``value`` as the second item of a list ``depth`` levels deep (the first: ``0``)."""
+    wrapped: Any = [0, value]
+    for _ in range(depth - 1):
+        wrapped = [wrapped]
+    return wrapped
+
+
+def _item_bounds(depth: int) -> tuple[int, int]:
+    """Where the second item's comma is, and how many bytes follow that item, in orjson's indented
+    text of a value wrapped by :func:`_wrapped`."""
+    out = _orjson(_wrapped(1, depth), True)
+    at = out.index(b"1")
+    return at - len(newline_at(depth)) - 1, len(out) - at - 1
+
+
+_ITEM_BOUNDS = {depth: _item_bounds(depth) for depth in (1, 2, 3)}
+
+
+def js_item(value: Any, depth: int) -> bytes | memoryview:
+    """``b"," + newline_at(depth) + js_dumpb_nested(value, depth)``: an item that follows another in an
+    array ``depth`` levels deep of a value written with ``indent=2``, its comma and newline first (the
+    first item of an array is ``[`` and the rest of it). orjson writes it in place, the value the
+    second item of a list nested ``depth`` deep, so that its lines come indented as they read there
+    (no second pass over the text), and the item is a view of that text; the value's numbers are
+    looked at before (:func:`_patch`), so it is written once."""
+    bounds = _ITEM_BOUNDS.get(depth)
+    if bounds is not None:
+        try:
+            fixed = _patch(value)
+        except (_Unusual, RecursionError):  # not plain data, or deep (or a cycle): as js_dumpb does it
+            pass
+        else:
+            try:
+                out = _orjson(_wrapped(fixed, depth), True)
+            except TypeError:
+                pass
+            else:
+                start, tail = bounds
+                return memoryview(out)[start : len(out) - tail]
+    return b"," + newline_at(depth) + js_dumpb_nested(value, depth)
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a streamed writer's loop, back on after (when it was on): the
@@ -429,11 +477,11 @@ class JsonPieces:
 
     def __init__(self, fp: Any, size: int = 1 << 20) -> None:
         self._fp = fp
-        self._parts: list[bytes] = []
+        self._parts: list[bytes | memoryview] = []
         self._pending = 0
         self._size = size
 
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes | memoryview) -> None:
         self._parts.append(data)
         self._pending += len(data)
         if self._pending >= self._size:
@@ -445,7 +493,3 @@ class JsonPieces:
             self._parts.clear()
             self._pending = 0
 
-
-def newline_at(depth: int) -> bytes:
-    """A newline and the indentation of ``depth`` levels of ``indent=2``."""
-    return b"\n" + b"  " * depth
