@@ -42,9 +42,6 @@ def _compile(kind: WireKind) -> Check:
     if kind.variants:
         blocks = _compile_blocks(kind.variants)
         return lambda value: type(value) is list and blocks(value, None)
-    if allowed == {"object"} and fields is not None and values is None:
-        object_fields = fields  # (the common nested kind, usage and its cost: the one test it needs)
-        return lambda value: type(value) is dict and object_fields(value)
 
     def check(value: Any) -> bool:
         kind_name = _JSON_TYPE.get(type(value))
@@ -79,35 +76,25 @@ def _scalar_types(kind: WireKind) -> frozenset[type] | None:
 
 
 def _compile_fields(declared: tuple[WireField, ...], *, skip: frozenset[str] = frozenset()) -> Check:
-    """A predicate for a ``dict`` with the ``declared`` keys (opaque ones and ``skip`` unchecked): a
-    function written for them, one test per key in declaration order, so that a message's check runs
-    no loop over the rows (the rows are data; the code made of them is what a check runs)."""
-    names: dict[str, Any] = {"ABSENT": _ABSENT, "isfinite": math.isfinite}
-    lines = ["def check(value):", "    get = value.get"]
-    for number, f in enumerate(fl for fl in declared if not fl.opaque and fl.key not in skip):
-        names[f"K{number}"] = f.key
-        lines.append(f"    item = get(K{number}, ABSENT)")
-        lines.append("    if item is ABSENT:")
-        lines.append("        return False" if f.required else "        pass")
-        scalars = _scalar_types(f.kind)
-        if scalars is None:
-            names[f"C{number}"] = _compile(f.kind)
-            lines.append(f"    elif not C{number}(item):")
-            lines.append("        return False")
-            continue
-        lines.append("    else:")
-        lines.append("        kind = type(item)")
-        tests = " and ".join(f"kind is not {t.__name__}" for t in sorted(scalars, key=lambda t: t.__name__))
-        lines.append(f"        if {tests}:")
-        lines.append("            return False")
-        if float in scalars:
-            lines.append("        if kind is float and not isfinite(item):")
-            lines.append("            return False")
-    lines.append("    return True")
-    names.update({t.__name__: t for t in (str, int, float, bool, type(None))})
-    names["NoneType"] = type(None)
-    exec("\n".join(lines), names)  # (only the names above, the keys as constants: no text of the rows)
-    check: Check = names["check"]
+    checks = [(f.key, f.required, _scalar_types(f.kind), _compile(f.kind))
+              for f in declared if not f.opaque and f.key not in skip]
+    isfinite = math.isfinite
+
+    def check(value: dict[str, Any]) -> bool:
+        get = value.get
+        for key, required, scalars, field_check in checks:
+            item = get(key, _ABSENT)
+            if item is _ABSENT:
+                if required:
+                    return False
+            elif scalars is not None:
+                kind = type(item)
+                if kind not in scalars or (kind is float and not isfinite(item)):
+                    return False
+            elif not field_check(item):
+                return False
+        return True
+
     return check
 
 
