@@ -166,6 +166,17 @@ CONTEXTS: dict[str, Json] = {
         result("toolu_z", [text("out \udfff")]),
     ]},
     "strict-tools": {"tools": [STRICT_TOOL, READ_TOOL], "messages": [user("edit")]},
+    "recorded-effort-levels": {"messages": [  # providerThinkingLevel, as record_anthropic writes it
+        user("one"),
+        assistant([text("at high")], OPUS, providerThinkingLevel="high"),
+        user("two"),
+        assistant([text("at low")], OPUS, providerThinkingLevel="low"),
+        user("three"),
+        assistant([text("unknown level")], OPUS, providerThinkingLevel="extreme"),
+        user("four"),
+        assistant([text("another provider")], GPT52, providerThinkingLevel="high"),
+        user("five"),
+    ]},
 }
 
 TARGETS = [
