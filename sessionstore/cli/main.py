@@ -361,14 +361,52 @@ class Ctx:
             store.close()
 
 
+class OneLineClickError(click.ClickException):
+    """A click error (a usage error, a bad parameter, a file click could not open) shown as one
+    ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block."""
+
+    def __init__(self, original: click.ClickException) -> None:
+        super().__init__(original.format_message())
+        self.exit_code = original.exit_code
+        self.original = original
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        message = self.message.rstrip().removesuffix(".")
+        original = self.original
+        if isinstance(original, click.exceptions.NoSuchOption):
+            message += "; an argument that starts with '-' goes after '--'"
+        context = original.ctx if isinstance(original, click.UsageError) else None
+        if context is not None and context.command.get_help_option(context) is not None:
+            message += f" (try '{context.command_path} --help')"
+        say(f"error: {one_line(message)}", err=True)
+
+
+def _one_line(exc: click.ClickException) -> click.ClickException:
+    if isinstance(exc, OneLineClickError | click.exceptions.NoArgsIsHelpError):  # (the latter shows the help)
+        return exc
+    return OneLineClickError(exc)
+
+
 class SessionstoreGroup(click.Group):
     """The root group: the group callback, every subcommand and closing the store all run inside
-    :func:`reported_errors`, so no failure anywhere prints a traceback."""
+    :func:`reported_errors`, so no failure anywhere prints a traceback; click's own errors (of the
+    command line, of any command) are one ``error:`` line (:class:`OneLineClickError`), exit 2."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _one_line(exc) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         with reported_errors():
             try:
                 result = super().invoke(ctx)
+            except click.ClickException as exc:
+                with suppress(Exception):
+                    _close(ctx)
+                raise _one_line(exc) from exc
             except BaseException:
                 with suppress(Exception):  # already failing (or exiting): that is what to report
                     _close(ctx)
