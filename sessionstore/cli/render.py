@@ -1,9 +1,10 @@
 """Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed).
 
 Session data can hold anything, so every rendering goes through :func:`safe_text`: characters that a
-terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional overrides) are
-shown as escapes (``\\x1b``, ``\\u202e``) instead of being sent to the terminal, and lone surrogates as
-``\\udxxx`` (they cannot be encoded).
+terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional marks, embeddings,
+overrides and isolates, the line and paragraph separators U+2028/U+2029) are shown as escapes
+(``\\x1b``, ``\\u202e``, ``\\u2028``) instead of being sent to the terminal, and lone surrogates as
+``\\udxxx`` (they cannot be encoded). ``--json`` output is JSON and keeps them as they are.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ if TYPE_CHECKING:
     from sessionstore.store.records import SessionInfo, TreeNode
     from sessionstore.validate import Diagnostic
 
-# C0 controls but newline and tab, DEL, C1 controls, bidi embeddings/overrides/isolates, surrogates
-# (a pair held as two code points is one character; a lone one cannot be encoded)
-_UNSAFE = re.compile(
-    "\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
-)
-_UNSAFE_IN_LINE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
-)
+# What a terminal acts on, besides newline and tab: C0 controls, DEL, C1 controls (NEL among them),
+# the bidi marks (ALM, LRM, RLM), embeddings, overrides and isolates, the line and paragraph separators
+# (U+2028/9: a line break to some terminals and viewers), and surrogates (a pair held as two code
+# points is one character; a lone one cannot be encoded). One list, for every text output.
+_TERMINAL_ACTS_ON = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_SURROGATES = "[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
+_UNSAFE = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
+_UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
 _SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
