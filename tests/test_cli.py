@@ -466,16 +466,36 @@ def test_more_than_ten_candidates_are_counted_and_cut(run: Any, store: SessionSt
     store.import_entries(header, [msg(f"same{n:02d}", None, user(f"q{n}")) for n in range(12)])
     done = run("show", "many", "same")
     assert done.exit_code == 2
-    assert "more than 10 entries start with it" in done.stderr and done.stderr.rstrip().endswith(", ...")
+    assert "12 entries start with it" in done.stderr and done.stderr.rstrip().endswith(", ...")
     assert done.stderr.count("[message]") == 10
 
 
-def test_a_short_or_unknown_entry_prefix_is_not_found(run: Any, store: SessionStore) -> None:
+def test_an_unknown_entry_prefix_is_not_found(run: Any, store: SessionStore) -> None:
     sid = _prefixed_session(store)
-    for given in ("ef0", "zzzz", "ef01beef0"):
+    for given in ("zzzz", "ef01beef0", "zz"):
         done = run("show", sid, given)
         assert (done.exit_code, done.stderr) == (2, f"error: session '{sid}' has no entry '{given}'\n"), given
     assert run("branch", sid, "none").exit_code == 0 and store.leaf(sid) is None  # 'none' is no leaf
+
+
+def test_a_prefix_too_short_to_expand_says_so_and_how_many_it_starts(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    done = run("show", sid, "ef0")
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr == ("error: entry prefix ef0 is too short (an entry prefix needs at least 4 characters):"
+                           " 2 entries start with it: ef01beef [message] user: question 2, ef01cafe [message]"
+                           " assistant: answer 3\n")
+
+
+def test_a_short_prefix_of_the_real_session_is_too_short_not_missing(run: Any) -> None:
+    run("import", str(PI_FILES["before-compaction"]))
+    done = run("show", COMPACTED_ID, "000")
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: entry prefix 000 is too short (an entry prefix needs at least 4"
+                                  " characters): more than 1000 entries start with it: 00000001 [message] user:")
+    assert done.stderr.count("[") == 3 and done.stderr.rstrip().endswith(", ...")
+    ambiguous = run("show", COMPACTED_ID, "0000003").stderr
+    assert ambiguous.startswith("error: entry prefix 0000003 is ambiguous: 16 entries start with it: 00000030")
 
 
 def test_the_store_reads_entry_ids_by_prefix_taken_literally(store: SessionStore) -> None:

@@ -319,17 +319,24 @@ class Ctx:
     def entry_id(self, session_id: str, given: str) -> str:
         """An entry id of session ``session_id`` as a command was given it: the exact id wins, else the
         entry whose id is the only one starting with ``given`` (at least :data:`ENTRY_PREFIX`
-        characters); several raise an error listing them. Anything else is given back as it is (the
-        command then says the entry is not found)."""
-        found = self.store.entry_ids_with_prefix(session_id, given, limit=AMBIGUOUS_SHOWN + 1)
-        if not found or found[0][0] == given or len(given) < ENTRY_PREFIX:  # (an exact id sorts first)
+        characters); several raise an error listing them, and so does a shorter prefix that is not an id
+        but starts some (it is too short). Anything else is given back as it is (the command then says
+        the entry is not found)."""
+        found = self.store.entry_ids_with_prefix(session_id, given, limit=PREFIX_COUNTED + 1)  # (ids only: cheap)
+        if not found or found[0][0] == given:  # (an exact id sorts first)
             return given
-        if len(found) == 1:
+        if len(given) >= ENTRY_PREFIX and len(found) == 1:
             return found[0][0]
-        count = f"more than {AMBIGUOUS_SHOWN}" if len(found) > AMBIGUOUS_SHOWN else str(len(found))
-        shown = ", ".join(self._entry_candidate(session_id, eid, kind) for eid, kind in found[:AMBIGUOUS_SHOWN])
-        raise InvalidInputError(f"entry prefix {render.safe_line(given)} is ambiguous: {count} entries start"
-                                f" with it: {shown}" + (", ..." if len(found) > AMBIGUOUS_SHOWN else ""))
+        count = f"more than {PREFIX_COUNTED}" if len(found) > PREFIX_COUNTED else str(len(found))
+        listed = AMBIGUOUS_SHOWN if len(given) >= ENTRY_PREFIX else TOO_SHORT_SHOWN
+        shown = ", ".join(self._entry_candidate(session_id, eid, kind) for eid, kind in found[:listed])
+        shown += ", ..." if len(found) > listed else ""
+        starts = "entry starts" if len(found) == 1 else "entries start"
+        if len(given) < ENTRY_PREFIX:
+            raise InvalidInputError(f"entry prefix {render.safe_line(given)} is too short (an entry prefix needs"
+                                    f" at least {ENTRY_PREFIX} characters): {count} {starts} with it: {shown}")
+        raise InvalidInputError(f"entry prefix {render.safe_line(given)} is ambiguous: {count} {starts}"
+                                f" with it: {shown}")
 
     def _entry_candidate(self, session_id: str, entry_id: str, kind: str) -> str:
         """A candidate of an ambiguous entry prefix: its id, type and a short preview."""
@@ -1241,6 +1248,10 @@ RM_PREFIX = 8
 """The shortest session-id prefix ``rm`` takes (``rm 5`` in a script must not delete a session)."""
 AMBIGUOUS_SHOWN = 10
 """Candidates an ambiguous-prefix error lists."""
+TOO_SHORT_SHOWN = 3
+"""Entries a too-short entry prefix's error lists (of those that start with it)."""
+PREFIX_COUNTED = 1000
+"""Entries a prefix error counts exactly (more: "more than 1000")."""
 
 
 @cli.command("rm")
