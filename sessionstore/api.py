@@ -24,6 +24,7 @@ from sessionstore.context.compaction import (
     CompactionPlan,
     context_tokens,
     plan_compaction,
+    plan_or_reason,
 )
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
@@ -628,12 +629,9 @@ class SessionStore:
                 raise LeafConflictError(session_id, expected_leaf, leaf)
             path = self.path(session_id, leaf)
             if first_kept_entry_id is None:
-                plan = plan_compaction(path, keep_recent_tokens=keep_recent_tokens)
-                if plan is None:
-                    raise InvalidCompactionError(
-                        f"session {session_id!r}: nothing to compact (no entries, nothing before the kept part,"
-                        " or the leaf is a compaction)"
-                    )
+                plan = plan_or_reason(path, keep_recent_tokens=keep_recent_tokens)
+                if isinstance(plan, str):
+                    raise InvalidCompactionError(f"session {session_id!r}: nothing to compact: {plan}")
                 first_kept_entry_id = plan.first_kept_entry_id
             if tokens_before is None:
                 tokens_before = context_tokens(path)

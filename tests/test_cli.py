@@ -365,6 +365,24 @@ def test_append_writes_messages_from_options_with_their_timestamps(
         assert refused.exit_code == 2 and "Traceback" not in refused.output, bad
 
 
+def test_compact_plan_says_why_there_is_nothing_to_compact(run: Any) -> None:
+    run("import", str(PI_FILES["before-compaction"]))
+    fits = run("compact", COMPACTED_ID, "--plan", "--keep-recent-tokens", "10000000")
+    assert (fits.exit_code, fits.stderr) == (2, "error: nothing to compact: everything since the last compaction fits"
+                                                " in keep_recent_tokens 10000000 (about 138516 tokens, estimated)\n")
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    assert run("compact", sid, "--plan").stderr == "error: nothing to compact: the session has no entries\n"
+    run("append", sid, "--user", "hi")
+    assert run("compact", sid, "--plan").stderr == ("error: nothing to compact: everything in the session fits in"
+                                                    " keep_recent_tokens 20000 (about 1 token, estimated)\n")
+    written = run("compact", sid, "--summary", "s")
+    assert written.stderr == (f"error: session '{sid}': nothing to compact: everything in the session fits in"
+                              " keep_recent_tokens 20000 (about 1 token, estimated)\n")
+    run("compact", COMPACTED_ID, "--summary", "s", "--keep-recent-tokens", "1000")
+    leaf = run("compact", COMPACTED_ID, "--plan", "--json")
+    assert leaf.stderr == "error: nothing to compact: the leaf is a compaction (nothing was added after it)\n"
+
+
 def test_compact_reads_its_summary_from_a_file_or_stdin(run: Any, store: SessionStore, tmp_path: Path) -> None:
     sid = store.create_session(cwd="/w")
     for i in range(4):

@@ -1210,10 +1210,11 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
     """Compact the history before a cut that keeps about --keep-recent-tokens."""
     sid = ctx.session_id(session)
     if plan_only:
-        plan = ctx.store.plan_compaction(sid, keep_recent_tokens=keep_recent_tokens)
-        if plan is None:
-            fail("nothing to compact (no entries, or the leaf is a compaction)")
-            return
+        from sessionstore.context.compaction import plan_or_reason
+
+        plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
+        if isinstance(plan, str):
+            fail(f"nothing to compact: {plan}")
         if as_json:
             emit_json(plan.to_json())
             return

@@ -280,27 +280,46 @@ def plan_compaction(
     path: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 ) -> CompactionPlan | None:
     """pi 1.6's ``prepareCompaction``; ``None`` when there is nothing to compact (an empty path, a path
-    ending in a compaction, a cut entry without an id, or nothing to summarise). ``tokens_before`` is
-    pi's figure; ``estimated_tokens_before`` sums the estimate over every context message."""
-    if not path or path[-1].get("type") == "compaction":
-        return None
+    ending in a compaction, a cut entry without an id, or nothing to summarise: see
+    :func:`plan_or_reason` for which). ``tokens_before`` is pi's figure; ``estimated_tokens_before``
+    sums the estimate over every context message."""
+    plan = plan_or_reason(path, keep_recent_tokens=keep_recent_tokens)
+    return plan if isinstance(plan, CompactionPlan) else None
+
+
+def plan_or_reason(
+    path: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+) -> CompactionPlan | str:
+    """:func:`plan_compaction`'s plan, or, when there is nothing to compact, why (one line for people:
+    no entries; the leaf is a compaction; everything since the last compaction fits in
+    ``keep_recent_tokens``, with the estimate; ...)."""
+    if not path:
+        return "the session has no entries"
+    if path[-1].get("type") == "compaction":
+        return "the leaf is a compaction (nothing was added after it)"
     diagnostics: list[Diagnostic] = []
     projected = project_entries(path, diagnostics)
     previous_index = next(
         (i for i, e in enumerate(projected) if e.source.get("type") == "compaction" and e.messages), -1
     )
     start = previous_index + 1 if previous_index >= 0 else 0
+    since = "since the last compaction" if previous_index >= 0 else "in the session"
+    total = sum(estimate_tokens(m) for e in projected[start:] for m in e.messages)
+    recent = f"about {total} token{'' if total == 1 else 's'}, estimated"
     cut = find_cut_point(projected, start, len(projected), keep_recent_tokens)
     if cut.first_kept_index >= len(projected):
-        return None
+        return f"no message {since} to keep or summarise"
     first_kept = projected[cut.first_kept_index].source.get("id")
     if not isinstance(first_kept, str) or not first_kept:
-        return None
+        return "the entry the cut would keep from has no id"
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
     to_summarize = _summarised(projected[start:history_end])
     prefix = _summarised(projected[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
     if not to_summarize and not prefix:
-        return None
+        if total <= keep_recent_tokens:
+            return f"everything {since} fits in keep_recent_tokens {keep_recent_tokens} ({recent})"
+        return (f"the cut that keeps about {keep_recent_tokens} tokens leaves nothing {since} before it to"
+                f" summarise ({recent}; no earlier turn starts where a cut may go)")
     previous = projected[previous_index].source if previous_index >= 0 else None
     read_files, modified_files = _file_ops([*to_summarize, *prefix], previous)
     messages = [m for e in projected for m in e.messages]
