@@ -370,11 +370,13 @@ class Ctx:
 
 class OneLineClickError(click.ClickException):
     """A click error (a usage error, a bad parameter, a file click could not open) shown as one
-    ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block."""
+    ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block; exit
+    status 2, as every error of the command line."""
+
+    exit_code = 2
 
     def __init__(self, original: click.ClickException) -> None:
         super().__init__(original.format_message())
-        self.exit_code = original.exit_code
         self.original = original
 
     def show(self, file: IO[Any] | None = None) -> None:
