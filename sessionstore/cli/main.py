@@ -13,9 +13,10 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from functools import wraps
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -835,16 +836,64 @@ def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
 @handle_errors
 @entry_prefixes("leaf")
 def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
-    """Validate the context at the leaf; exit 1 when a shape or linkage error is found."""
+    """Validate the context at the leaf of SESSION (or at --leaf): what a model call would get.
+
+    Each finding is an error (a bad shape, a broken tool round the provider-safe projection cannot
+    repair), repaired (a tool call an aborted turn left without a result: context --provider-safe, as
+    pi-ai before every call, sends a synthetic error result) or a warning (context building read
+    something as pi does). The last line is the verdict, naming the session and the leaf.
+
+    \b
+    Exit status: 0 valid (nothing wrong, or only what the projection repairs);
+    1 invalid (an error remains); 2 the command could not run (no such session, ...)."""
+    from sessionstore.context import project
+
     session_id = ctx.session_id(session)
-    diagnostics = ctx.store.validate(session_id, leaf_id=UNSET if leaf is None else leaf)
-    errors = [d for d in diagnostics if d.code in ERROR_CODES]
+    result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf)
+    safe = project(cast(list[dict[str, Any]], result.messages), result.entry_ids, provider_safe_repairs=True).llm
+    findings = _classified(result.diagnostics, safe)
+    errors = sum(1 for severity, _ in findings if severity == "error")
+    repaired = sum(1 for severity, _ in findings if severity == "repaired")
+    verdict = render.validation_verdict(session_id, result.leaf_id, errors=errors, repaired=repaired,
+                                        warnings=len(findings) - errors - repaired)
     if as_json:
-        emit_json({"sessionId": session_id, "valid": not errors, "diagnostics": [d.to_json() for d in diagnostics]})
+        emit_json({"sessionId": session_id, "leafId": result.leaf_id, "valid": not errors, "errors": errors,
+                   "repaired": repaired, "warnings": len(findings) - errors - repaired,
+                   "diagnostics": [{**d.to_json(), "severity": severity} for severity, d in findings],
+                   "verdict": verdict})
     else:
-        say(render.render_diagnostics(diagnostics))
+        say(render.render_validation(findings, verdict))
     if errors:
-        sys.exit(1)
+        ctx_exit(1)
+
+
+def _classified(diagnostics: list[Any], provider_safe_llm: list[Any]) -> list[tuple[str, Any]]:
+    """Each finding with its severity: ``error`` (a shape or linkage error the provider-safe projection
+    leaves in place: its projected messages still have a linkage finding of that code), ``repaired``
+    (one it removes: a call without a result gets a synthetic one, an aborted turn is not sent) or
+    ``warning``; then, as errors, the linkage findings the projection makes (a result whose call was
+    in a dropped turn) that the messages did not have."""
+    from collections import Counter
+
+    from sessionstore.validate import LINKAGE_CODES, SHAPE_CODES, validate_transcript
+
+    projected = [d for d in validate_transcript(provider_safe_llm) if d.code in LINKAGE_CODES]
+    left: Counter[str] = Counter(d.code for d in projected)
+    out: list[tuple[str, Any]] = []
+    for d in diagnostics:
+        if d.code in SHAPE_CODES:
+            out.append(("error", d))
+        elif d.code in LINKAGE_CODES and left[d.code] > 0:
+            left[d.code] -= 1
+            out.append(("error", d))
+        else:
+            out.append(("repaired" if d.code in LINKAGE_CODES else "warning", d))
+    for d in projected:
+        if left[d.code] > 0:
+            left[d.code] -= 1
+            out.append(("error", replace(d, message=f"after the provider-safe projection: {d.message}",
+                                         message_index=None)))
+    return out
 
 
 def _since_ms(since: str | None) -> int | None:

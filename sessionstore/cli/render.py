@@ -147,12 +147,45 @@ def render_context(result: ContextResult, *, limit: int | None = 400) -> str:
 def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
     if not diagnostics:
         return "diagnostics: none"
-    lines = [f"diagnostics: {len(diagnostics)}"]
-    for d in diagnostics:
-        where = f"message {d.message_index}" if d.message_index is not None else "transcript"
-        entry = f", entry {d.entry_id}" if d.entry_id else ""
-        lines.append(safe_line(f"  {d.code} ({where}{entry}): {d.message}"))
+    return "\n".join([f"diagnostics: {len(diagnostics)}", *(_diagnostic_line(d) for d in diagnostics)])
+
+
+_SEVERITY_HEADINGS = {
+    "error": "errors (the provider-safe projection cannot repair them)",
+    "repaired": "repaired by the provider-safe projection (context --provider-safe, as pi-ai before each call)",
+    "warning": "warnings",
+}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def validation_verdict(session_id: str, leaf_id: str | None, *, errors: int, repaired: int, warnings: int) -> str:
+    """``validate``'s last line: the session, the leaf, valid or not, and what was found."""
+    found = [part for n, part in ((errors, _count(errors, "error")), (repaired, f"{repaired} repaired"),
+                                  (warnings, _count(warnings, "warning"))) if n]
+    state = "invalid" if errors else "valid"
+    return safe_line(f"session {session_id} at leaf {shown(leaf_id)}: {state}"
+                     + (f" ({', '.join(found)})" if found else " (nothing found)"))
+
+
+def render_validation(findings: Sequence[tuple[str, Diagnostic]], verdict: str) -> str:
+    """``validate``'s text: the findings grouped by severity (errors first), then the verdict line."""
+    lines: list[str] = []
+    for severity, heading in _SEVERITY_HEADINGS.items():
+        group = [d for s, d in findings if s == severity]
+        if group:
+            lines.append(f"{heading}: {len(group)}")
+            lines.extend(_diagnostic_line(d) for d in group)
+    lines.append(verdict)
     return "\n".join(lines)
+
+
+def _diagnostic_line(d: Diagnostic) -> str:
+    where = f"message {d.message_index}" if d.message_index is not None else "transcript"
+    entry = f", entry {d.entry_id}" if d.entry_id else ""
+    return safe_line(f"  {d.code} ({where}{entry}): {d.message}")
 
 
 def describe_entry(entry: dict[str, Any]) -> str:
