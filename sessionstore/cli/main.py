@@ -85,6 +85,18 @@ def say(text: str = "", *, err: bool = False, escaped: bool = False) -> None:
     _write(data, err=err)
 
 
+def terminal_columns() -> int | None:
+    """The width text output fits: ``$COLUMNS`` when it is a positive integer, else the terminal's
+    when stdout is one, else ``None`` (a pipe or a file: lines are not cut)."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def emit_json(value: Any) -> None:
     """``JSON.stringify(value, null, 2)`` as pi would write it, UTF-8 whatever the locale."""
     _write(js_dumpb(value, indent=2) + b"\n")
@@ -923,7 +935,9 @@ def _since_ms(since: str | None) -> int | None:
 def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool,
            as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
-    order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time."""
+    order, by pi's MODIFIED), with what pi's session picker shows: pi's message count (MSGS) and the
+    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe).
+    --since goes by the same time."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
     if as_lines:
@@ -931,7 +945,7 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
     elif as_json:
         emit_json([i.to_json() for i in infos])
     else:
-        say(render.render_sessions(infos))
+        say(render.render_sessions(infos, width=terminal_columns()))
 
 
 @cli.command()

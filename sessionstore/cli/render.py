@@ -285,17 +285,72 @@ def ms_to_iso(ms: int | None) -> str:
         return str(ms)
 
 
-def render_sessions(infos: Sequence[SessionInfo]) -> str:
-    """The ``ls`` table: MODIFIED is pi's (the last message), ACTIVE the last activity of any kind."""
+_PICKER_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+
+
+def picker_text(info: SessionInfo) -> str:
+    """What pi 1.6's session picker shows of a session: its name, else its first message (``(no
+    messages)`` without one), C0 controls and DEL as spaces, trimmed (``session-selector``)."""
+    text = info.name or info.first_message or "(no messages)"
+    return safe_line(_PICKER_CONTROLS.sub(" ", text).strip())
+
+
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: wide and fullwidth characters take two, combining marks and
+    zero-width format characters none."""
+    import unicodedata
+
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to fit ``width`` columns with ``ellipsis`` at the end (pi-tui's ``truncateToWidth``)."""
+    if display_width(text) <= width:
+        return text
+    room = max(0, width - display_width(ellipsis))
+    out, used = [], 0
+    for char in text:
+        w = display_width(char)
+        if used + w > room:
+            break
+        out.append(char)
+        used += w
+    return "".join(out) + ellipsis
+
+
+PICKER_MIN_WIDTH = 10
+"""The fewest columns the message column gets however narrow the terminal (pi's picker: 10)."""
+
+
+def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None) -> str:
+    """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
+    last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
+    else the first message (:func:`picker_text`), cut to fit ``width`` columns (the terminal's; at
+    least :data:`PICKER_MIN_WIDTH`), then each line cut to ``width`` as pi's picker does (``None``:
+    nothing is cut). SOURCE, the synced file, only when a session
+    has one."""
     if not infos:
         return "no sessions"
-    synced = any(i.source_path is not None for i in infos)  # the SOURCE column only when a session has one
-    rows: list[tuple[str, ...]] = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED", "ACTIVE",
-                                    *(("SOURCE",) * synced))]
+    synced = any(i.source_path is not None for i in infos)
+    rows: list[tuple[str, ...]] = [("ID", "MODIFIED", "ACTIVE", "MSGS", "CWD", *(("SOURCE",) * synced),
+                                    "NAME OR FIRST MESSAGE")]
     for i in infos:
-        created = i.created[:16].replace("T", " ")
-        cells = (i.id, i.name or "-", i.cwd, str(i.entry_count), created, ms_to_iso(i.modified_ms),
-                 ms_to_iso(i.active_ms), *((i.source_path or "-",) * synced))
-        rows.append(tuple(safe_line(cell) for cell in cells))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)
+        cells = (i.id, ms_to_iso(i.modified_ms), ms_to_iso(i.active_ms), str(i.message_count), i.cwd,
+                 *((i.source_path or "-",) * synced))
+        rows.append((*(safe_line(cell) for cell in cells), picker_text(i)))
+    columns = len(rows[0]) - 1
+    widths = [max(display_width(r[c]) for r in rows) for c in range(columns)]
+    lead = sum(widths) + 2 * columns
+    room = None if width is None else max(PICKER_MIN_WIDTH, width - lead)
+    lines: list[str] = []
+    for r in rows:
+        padded = [cell + " " * (widths[c] - display_width(cell)) for c, cell in enumerate(r[:columns])]
+        last = r[columns] if room is None else truncate_to_width(r[columns], room)
+        line = ("  ".join(padded) + "  " + last).rstrip()
+        lines.append(line if width is None else truncate_to_width(line, width))  # (as pi cuts each line)
+    return "\n".join(lines)
