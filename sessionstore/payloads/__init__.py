@@ -44,8 +44,8 @@ from sessionstore.payloads.responses import (
 )
 from sessionstore.payloads.transcript import initial_system_message
 
-__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to_pi", "build_payload", "model_facts",
-           "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
+__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to_pi", "build_payload", "context_parts",
+           "model_facts", "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
            "record_openai_chat", "record_openai_response", "registry_version"]
 
 Json = dict[str, Any]
