@@ -320,7 +320,8 @@ class SessionFileReader:
         except LineRefused as exc:
             raise _LineError(str(exc)) from None
         index = self._index
-        self._index += 1  # pi counts every parsed object, good or bad, when it numbers v1 entries
+        if js.truthy(entry):  # pi keeps every parsed value but null, false, 0 and "" when it numbers v1 entries
+            self._index += 1
         if not isinstance(entry, dict):
             raise _LineError(f"expected a JSON object, got {js.json_type(entry)}")
         kind = entry.get("type")
@@ -397,6 +398,8 @@ class SessionFileReader:
                     try:
                         entry = parse_line(raw)
                     except LineRefused:
+                        continue
+                    if not js.truthy(entry):
                         continue
                     index += 1
                     if isinstance(entry, dict):

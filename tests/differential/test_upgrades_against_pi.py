@@ -74,3 +74,24 @@ def test_the_upgraded_form_of_each_legacy_fixture_is_pis_rewrite_of_it(
     pi_rewrites: dict[Path, Any], path: Path
 ) -> None:
     assert path.with_suffix(".v3.jsonl").read_bytes() == pi_rewrites[path]["text"].encode()
+
+
+def test_a_lenient_import_of_a_v1_file_numbers_its_entries_as_pi_does_past_falsy_lines(
+    store: SessionStore, oracle: Oracle, tmp_path: Path
+) -> None:
+    """pi's loader drops a line that parses as null, false, 0 or "", so they take no v1 position: the
+    compaction's firstKeptEntryIndex 2 names the second message, not the line after the first."""
+    path = tmp_path / "falsy-v1.jsonl"
+    path.write_text("\n".join([
+        '{"type":"session","id":"falsy-v1","timestamp":"2024-11-01T08:00:00.000Z","cwd":"/w"}',
+        '{"type":"message","timestamp":"2024-11-01T08:00:01.000Z","message":{"role":"user","content":"a","timestamp":1}}',
+        "null", "0", '""', "false", "-0",
+        '{"type":"message","timestamp":"2024-11-01T08:00:02.000Z","message":{"role":"user","content":"b","timestamp":2}}',
+        '{"type":"compaction","timestamp":"2024-11-01T08:00:03.000Z","summary":"s","firstKeptEntryIndex":2,'
+        '"tokensBefore":5}',
+    ]) + "\n", encoding="utf-8")
+    (pi,) = upgrade_files(oracle, [path]).values()
+    result = store.import_jsonl(path, lenient=True)
+    assert [skipped.line for skipped in result.skipped] == [3, 4, 5, 6, 7]
+    assert exported(store, result.session_id) == pi["text"].encode()
+    assert store.entries(result.session_id)[-1]["firstKeptEntryId"] == "00000002"
