@@ -411,3 +411,20 @@ def test_spaces_and_tabs_at_line_ends_are_kept_and_the_crs_before_a_newline_drop
     data = v3_file("", line_end=line_end, trailing=trailing)
     store.import_jsonl(io.BytesIO(data))
     assert exported(store, "rt") == v3_file("", trailing=trailing)
+
+
+def test_the_mutants_hold_every_form_an_upgrade_rewrites_and_a_round_trip_keeps() -> None:
+    files = [mutant(seed, version) for version in (1, 2, 3) for seed in range(V3_MUTANTS)]
+    corpus = b"".join(files)
+    forms = {
+        "exponent": b"1e3", "integral float": b".0,", "negative zero": b"-0,", "1e308": b"1e308",
+        "beyond 2**53": b"9007199254740993", "beyond 64 bits": b"18446744073709551616",
+        "escaped e acute": b"\\u00e9", "escaped slash": b"\\/", "surrogate pair": b"\\ud83d\\ude00",
+        "lone surrogate": b"\\ud800", "escaped control": b"\\u0001", "index key": b'"10":',
+        "CRLF": b"}\r\n", "CR CR LF": b"\r\r\n", "trailing space": b"} \n", "trailing tab": b"}\t\n",
+        "blank line": b"\n\n", "header leafId": b'"leafId":',
+    }
+    assert [name for name, form in forms.items() if form not in corpus] == []
+    assert sum(not data.endswith(b"\n") for data in files) > 10  # no last newline
+    lines = [line for data in files for line in data.split(b"\n")]
+    assert sum(line.count(b'"timestamp"') > 2 for line in lines) > 10  # a key given twice (entry, message)
