@@ -217,8 +217,8 @@ class EntryStore:
         reader = SessionFileReader(source, lenient=lenient)
         try:
             header = reader.header
-            given = header.pop("leafId", UNSET)  # written by export_jsonl; pi ignores it
-            leaf_hint = given if isinstance(given, str) or given is None else UNSET
+            given = header.pop(LEAF_KEY, UNSET)  # written by export_jsonl; pi ignores it
+            leaf_hint = _leaf_hint(given)
             result = self.insert_session(
                 header,
                 ((entry, text) for _line, entry, text in reader.entries_with_text()),
@@ -326,7 +326,7 @@ class EntryStore:
         reader = SessionFileReader(path, complete_lines=True)
         try:
             header = reader.header
-            header.pop("leafId", None)  # written by export_jsonl; pi ignores it, and so does a mirror
+            header.pop(LEAF_KEY, None)  # written by export_jsonl; pi ignores it, and so does a mirror
             session_id = str(header["id"])
             with self.backend.write(bulk=True) as tx:
                 if replacing is not None:
@@ -411,14 +411,17 @@ class EntryStore:
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
         """Write the session as a v3 file, entries in append order; returns the entries written.
 
-        When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
-        ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
-        (pi's own line for imported entries), on both backends."""
+        The stored header line and the stored text of each entry are written as they are (the file's own
+        lines for an imported v3 file, pi's rewrite for an upgraded v1/v2 one), on both backends; when
+        ``import_jsonl`` of that header would not give the session's leaf back, the header records the
+        leaf as ``leafId`` (pi ignores the field): :func:`export_header_line`."""
         with self.backend.read() as tx:
             head = tx.export_head(to_db(session_id))
             if head is None or head.deleting:
                 raise SessionNotFoundError(session_id)
-            fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id))
+            key = head.key
+            fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id,
+                                        names_entry=lambda entry_id: tx.facts(key, to_db(entry_id)) is not None))
             return tx.write_payload_lines(head.key, fp)
 
     # -- reading -------------------------------------------------------------------------------
@@ -443,7 +446,9 @@ class EntryStore:
             row = tx.session(to_db(session_id))
         if row is None:
             raise SessionNotFoundError(session_id)
-        return dict(json_loads(row.header))
+        header = dict(json_loads(row.header))
+        header.pop(LEAF_KEY, None)  # the export's record of the leaf, kept for the line's sake only
+        return header
 
     def list_sessions(
         self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
@@ -1008,13 +1013,31 @@ def _stats(row: HeadRow) -> SessionStats:
 
 
 
-def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:
-    """The header line of an export: the stored line (the file's own header for an imported v3 file),
-    with ``leafId`` added when the leaf (in its stored form) is not the last entry."""
-    if leaf_id == last_id:
-        return header_text.encode("utf-8") + b"\n"
+LEAF_KEY = "leafId"
+"""The header field in which an export records a leaf that is not the last entry (pi ignores it)."""
+
+
+def _leaf_hint(given: Any) -> str | _Unset | None:
+    """The leaf an import takes from the header's ``leafId`` value ``given``: an entry id (used when it
+    names an imported entry) or ``None`` (no leaf); :data:`UNSET` (the last entry) for anything else."""
+    return given if isinstance(given, str) or given is None else UNSET
+
+
+def export_header_line(
+    header_text: str, *, leaf_id: str | None, last_id: str | None, names_entry: Callable[[str], bool]
+) -> bytes:
+    """The header line of an export: the stored line as it is (an imported v3 file's own, byte for
+    byte, with its ``leafId`` and unknown fields) when importing it gives the session's leaf (in its
+    stored form) back; else the line with ``leafId`` set to the leaf, in its place when the line has
+    one. ``names_entry``: whether an id names an entry of the session."""
     header = json_loads(header_text)
-    header["leafId"] = from_db(leaf_id)
+    hint = _leaf_hint(header.get(LEAF_KEY, UNSET)) if isinstance(header, dict) else UNSET
+    leaf = from_db(leaf_id)
+    if isinstance(hint, str) and hint != leaf and not names_entry(hint):
+        hint = UNSET
+    if (from_db(last_id) if isinstance(hint, _Unset) else hint) == leaf:
+        return header_text.encode("utf-8") + b"\n"
+    header[LEAF_KEY] = leaf
     return dump_line(header)
 
 

@@ -73,6 +73,17 @@ class Oracle:
         return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
 
 
+def upgrade_files(oracle: Oracle, files: list[Path]) -> dict[Path, Json]:
+    """Each file as pi's ``SessionManager.open`` leaves it (``{"file", "text"}``: a v1/v2 file migrated
+    and rewritten, its ids counted instead of random; or ``{"file", "error"}``); see ``pi_oracle.mjs``."""
+    if not files:
+        return {}
+    lines = oracle.run("upgrade", *(str(f) for f in files)).rstrip("\n").split("\n")
+    if len(lines) != len(files):
+        pytest.fail(f"pi_oracle.mjs upgrade printed {len(lines)} lines for {len(files)} files")
+    return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
+
+
 def list_dirs(oracle: Oracle, dirs: list[Path]) -> dict[Path, list[Json]]:
     """pi's ``SessionManager.listAll(dir)`` of each directory: its SessionInfo rows in pi's order."""
     lines = oracle.run("list", *(str(d) for d in dirs)).rstrip("\n").split("\n")
