@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
+from sessionstore.cli import render
 from sessionstore.cli.main import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
 from sessionstore.wire.jsjson import js_dumpb
 
@@ -49,8 +50,10 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
         else:
             emit_json(result.to_json())
         return
-    for failure in result.failures:
-        say(f"failed: {failure}", err=True)
+    for skipped in result.skipped:
+        say(f"skipped: {render.safe_line(str(skipped))}", err=True, escaped=True)
+    for failure in result.failures:  # a name may hold a newline: one line each, escaped
+        say(f"failed: {render.safe_line(str(failure))}", err=True, escaped=True)
     say(result.summary())
 
 
