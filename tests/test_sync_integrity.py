@@ -285,3 +285,60 @@ def test_sources_gone_are_counted_kept_and_said(store: SessionStore, tmp_path: P
     assert {info.id for info in store.list_sessions()} == {"g1", "g2", "g3", "k1"}
     pruned = store.sync(root, prune=True)
     assert (pruned.pruned, pruned.gone) == (3, 0)
+
+
+# -- a session deleted on purpose ----------------------------------------------------------------------
+def test_rm_of_a_synced_session_says_so_and_sync_does_not_bring_it_back(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    path = session_file(project(root), "d1", [header("d1"), *chat(2)])
+    session_file(project(root), "k1", [header("k1"), *chat(2)], ts="2025-01-02T00-00-00-000Z")
+    runner = CliRunner()
+    runner.invoke(cli, ["--db", store.url, "sync", str(root)])
+    done = runner.invoke(cli, ["--db", store.url, "rm", "d1", "--yes"])
+    assert done.exit_code == 0
+    assert f"it was synced from {path}, which stays; sync will not import it again" in done.stderr
+    again = runner.invoke(cli, ["--db", store.url, "sync", str(root)])
+    assert again.exit_code == 0
+    assert again.stdout.strip() == ("0 imported, 0 appended, 0 rewritten, 1 unchanged, 0 pruned, 0 pending, 0 failed;"
+                                    " 1 deleted session not synced; --include-deleted syncs them")
+    with path.open("ab") as fp:  # pi goes on writing it: still deleted
+        fp.write(json.dumps(chat(1, start=2, parent="e0001")[0]).encode() + b"\n")
+    assert json.loads(runner.invoke(cli, ["--db", store.url, "sync", str(root), "--json"]).stdout)["deleted"] == 1
+    assert {info.id for info in store.list_sessions()} == {"k1"}
+    back = runner.invoke(cli, ["--db", store.url, "sync", str(root), "--include-deleted"])
+    assert back.exit_code == 0 and back.stdout.startswith("1 imported,")
+    assert store.session("d1").message_count == 3
+    assert store.sync(root).unchanged == 2  # synced again: the deletion is forgotten
+
+
+def test_a_deleted_sessions_file_moved_elsewhere_is_not_brought_back(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    path = session_file(project(root), "d2", [header("d2"), *chat(2)])
+    store.sync(root)
+    store.delete_session("d2")
+    moved = project(root, "/work/q") / path.name
+    path.rename(moved)
+    result = store.sync(root)
+    assert (result.imported, result.deleted, result.failed) == (0, 1, 0)
+    assert store.list_sessions() == []
+    assert store.sync(root, include_deleted=True).imported == 1
+
+
+def test_prune_and_a_session_never_synced_leave_no_deletion_behind(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    path = session_file(project(root), "p1", [header("p1"), *chat(2)])
+    store.sync(root)
+    saved = path.read_bytes()
+    path.unlink()
+    assert store.sync(root, prune=True).pruned == 1
+    path.write_bytes(saved)  # the file is back (restored from pi's trash): a prune forgot nothing on purpose
+    assert store.sync(root).imported == 1
+    store.import_jsonl(_io(saved.replace(b'"p1"', b'"h1"')))
+    store.delete_session("h1")
+    assert store._entries.deleted_sources() == {}
+
+
+def _io(data: bytes) -> object:
+    import io
+
+    return io.BytesIO(data)

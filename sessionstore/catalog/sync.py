@@ -41,6 +41,11 @@ sync). Per file:
 - **skipped**: a ``*.jsonl`` name that is not a regular file (a FIFO, a device, a socket, a
   directory), with that reason; it is never opened (reading a FIFO would block).
 
+**deleted**: a file whose synced session was deleted on purpose (``rm``, ``delete_session``: the store
+remembers the file, ``sessionstore_deleted_sources``) is not read again, whatever pi writes to it
+later, nor a file naming that session (moved since); ``include_deleted`` imports it and forgets the
+deletion. A user who deleted a session from the mirror meant it; pi still has the file.
+
 ``prune``: a synced session whose recorded path is under the directory and whose file is gone is
 deleted (only sessions with a source row; a session imported by hand is never pruned). Without it a
 session whose file is gone stays, and is counted (``gone``: an archive keeps what pi deleted).
@@ -71,7 +76,15 @@ from sessionstore.errors import (
     SessionNotFoundError,
     SessionStoreError,
 )
-from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, file_check, prefix_digest, split_check
+from sessionstore.store.sources import (
+    FileStat,
+    SourceChangedError,
+    SourceDeletedError,
+    SourceInfo,
+    file_check,
+    prefix_digest,
+    split_check,
+)
 from sessionstore.wire.codec import LineRefused, parse_line
 
 if TYPE_CHECKING:
@@ -109,6 +122,8 @@ class SyncResult:
     """Entries written (imports, appends and re-imports)."""
     gone: int = 0
     """Synced sessions under the directory whose file is gone, kept (``prune`` deletes them instead)."""
+    deleted: int = 0
+    """Files whose session was deleted on purpose, left unread (``include_deleted`` imports them)."""
     failures: list[SyncFailure] = field(default_factory=list)
     skipped: list[SyncFailure] = field(default_factory=list)
     """``*.jsonl`` names that are not regular files (a FIFO, a device, a socket, a directory), with why."""
@@ -122,14 +137,15 @@ class SyncResult:
         for name in ("imported", "appended", "rewritten", "unchanged", "pruned", "pending", "entries"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.gone = other.gone
+        self.deleted = other.deleted
         self.failures = list(other.failures)
         self.skipped = list(other.skipped)
 
     def to_json(self) -> dict[str, Any]:
         return {"imported": self.imported, "appended": self.appended, "rewritten": self.rewritten,
                 "unchanged": self.unchanged, "pruned": self.pruned, "pending": self.pending, "failed": self.failed,
-                "entries": self.entries, "gone": self.gone, "failures": [f.to_json() for f in self.failures],
-                "skipped": [s.to_json() for s in self.skipped]}
+                "entries": self.entries, "gone": self.gone, "deleted": self.deleted,
+                "failures": [f.to_json() for f in self.failures], "skipped": [s.to_json() for s in self.skipped]}
 
     def summary(self) -> str:
         """One line of counts; what a user should know of (sources gone, names skipped) said after them."""
@@ -139,6 +155,8 @@ class SyncResult:
             line += f"; {_count(len(self.skipped), 'name')} skipped (not a regular file)"
         if self.gone:
             line += f"; {_count(self.gone, 'source')} gone, kept; --prune removes them"
+        if self.deleted:
+            line += f"; {_count(self.deleted, 'deleted session')} not synced; --include-deleted syncs them"
         return line
 
 
@@ -193,17 +211,21 @@ def sync_directory(
     *,
     prune: bool = False,
     adopt: bool = False,
+    include_deleted: bool = False,
     progress: Progress | None = None,
 ) -> SyncResult:
     """Mirror the pi session directory ``directory`` (default: :func:`default_sessions_dir`) into
     ``store`` once (see the module's documentation). Raises :class:`InvalidInputError` when the
-    directory does not exist; a file that fails is reported in the result, not raised."""
+    directory does not exist; a file that fails is reported in the result, not raised. ``include_deleted``:
+    files whose session was deleted on purpose are imported again."""
     root = Path(os.path.abspath(Path(directory).expanduser() if directory is not None else default_sessions_dir()))
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "does not exist"
         raise InvalidInputError(f"the sessions directory {root} {what}")
     result = SyncResult()
     known = {source.path: source for source in store.sources()}
+    deleted = store.deleted_sources()  # path -> session id, deleted on purpose (rm)
+    deleted_ids = frozenset(deleted.values())
     scanned = list(_scan(root, result))
     synced_files = {(info.st_dev, info.st_ino) for path, info in scanned if path in known}
     work: list[tuple[str, FileStat, SourceInfo | None, tuple[int, int]]] = []
@@ -215,6 +237,8 @@ def sync_directory(
                 work.append((path, stat, source, (info.st_dev, info.st_ino)))  # unchanged since: not being written
             else:
                 result.unchanged += 1
+        elif source is None and path in deleted and not include_deleted:
+            result.deleted += 1  # the user deleted its session: never read
         elif stat.size == 0:
             result.pending += 1  # pi creates the file, then writes it
         else:
@@ -226,7 +250,8 @@ def sync_directory(
             result.unchanged += 1  # another path to a synced file (a symlinked project directory beside it)
         else:
             try:
-                _sync_file(store, path, stat, source, result, adopt=adopt)
+                _sync_file(store, path, stat, source, result, adopt=adopt, deleted=deleted_ids,
+                           include_deleted=include_deleted)
             except Exception as exc:  # (not the database's: those are SessionStoreErrors) this file's failure
                 message = str(exc).strip()
                 reason = f"internal error: {type(exc).__name__}{': ' + message if message else ''}"
@@ -246,7 +271,7 @@ def sync_directory(
                 result.gone += 1
                 continue
             with suppress(SessionNotFoundError):
-                store.delete_session(source.session_id)
+                store.delete_session(source.session_id, remember_source=False)
                 result.pruned += 1
     return result
 
@@ -264,11 +289,12 @@ def _gone(path: str) -> bool:
 
 
 def _sync_file(
-    store: EntryStore, path: str, stat: FileStat, source: SourceInfo | None, result: SyncResult, *, adopt: bool
+    store: EntryStore, path: str, stat: FileStat, source: SourceInfo | None, result: SyncResult, *, adopt: bool,
+    deleted: frozenset[str], include_deleted: bool,
 ) -> None:
     try:
         if source is None:
-            done = store.import_source(path, stat, adopt=adopt)
+            done = store.import_source(path, stat, adopt=adopt, deleted=deleted, include_deleted=include_deleted)
             result.imported += 1
         else:
             settled = source.stat == stat  # a last line without its newline, left as it was: read it
@@ -287,6 +313,8 @@ def _sync_file(
         result.pending += 1
     except SourceChangedError:
         result.pending += 1  # another sync is at this file: the next sync sees what it left
+    except SourceDeletedError:
+        result.deleted += 1  # a file naming a session deleted on purpose (moved since): left
     except JsonlError as exc:
         result.failures.append(SyncFailure(path, exc.line, exc.reason))
     except SessionStoreError as exc:
@@ -346,6 +374,7 @@ def watch(
     cycles: int | None = None,
     prune: bool = False,
     adopt: bool = False,
+    include_deleted: bool = False,
     on_cycle: Callable[[SyncResult], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> SyncResult:
@@ -359,7 +388,7 @@ def watch(
     while cycles is None or cycle < cycles:
         if cycle:
             sleep(interval)
-        once = sync_directory(store, directory, prune=prune, adopt=adopt)
+        once = sync_directory(store, directory, prune=prune, adopt=adopt, include_deleted=include_deleted)
         totals.add(once)
         if on_cycle is not None:
             on_cycle(once)

@@ -1212,7 +1212,8 @@ AMBIGUOUS_SHOWN = 10
 @handle_errors
 def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
     """Delete a session and all its entries. SESSION is its full id or a unique prefix of at least 8
-    characters; on a terminal it asks first, elsewhere it refuses without --yes.
+    characters; on a terminal it asks first, elsewhere it refuses without --yes. A synced session's
+    file is left, and sync does not import it again unless --include-deleted.
 
     \b
     Example:
@@ -1226,8 +1227,12 @@ def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
         if not sys.stdin.isatty():
             fail(f"not deleting {sid} without --yes (stdin is not a terminal to ask on)")
         click.confirm(f"delete session {sid}?", abort=True)
+    synced_from = ctx.store.session(sid).source_path
     ctx.store.delete_session(sid)
     say(f"deleted {sid}", err=True)
+    if synced_from is not None:
+        say(f"it was synced from {synced_from}, which stays; sync will not import it again"
+            " (sync --include-deleted does)", err=True)
 
 
 @cli.command()

@@ -61,6 +61,8 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--prune", is_flag=True, help="Delete synced sessions whose file is gone (never one imported by hand).")
 @click.option("--adopt", is_flag=True, help="Let a file take over the session of its id when it was imported by hand.")
+@click.option("--include-deleted", is_flag=True,
+              help="Import again the files whose session was deleted (rm); otherwise they are left.")
 @click.option("--watch", "watching", is_flag=True, help="Keep mirroring as pi writes (polls every --interval s).")
 @click.option("--interval", type=click.FloatRange(min=0.0), default=DEFAULT_INTERVAL, show_default=True,
               metavar="SECONDS", help="With --watch: seconds between two syncs.")
@@ -69,15 +71,18 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
 @json_option
 @pass_ctx
 @handle_errors
-def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: bool, interval: float,
-         watch_cycles: int | None, silent: bool, as_json: bool) -> None:
+def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, include_deleted: bool, watching: bool,
+         interval: float, watch_cycles: int | None, silent: bool, as_json: bool) -> None:
     """Mirror a pi session directory into the database.
 
     DIRECTORY defaults to $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions. New files are
     imported, grown files get their new complete lines appended, rewritten files are re-imported,
     unchanged files cost a stat. A file that fails is reported as file:line and the others still
-    sync; the exit status is then 1. Prints the counts (--json: imported, appended, rewritten,
-    unchanged, pruned, pending, failed, entries, failures).
+    sync; the exit status is then 1. A session whose file is gone stays (counted; --prune deletes
+    it); a file whose session was deleted with rm is left (counted; --include-deleted imports it).
+    Names that are not regular files (FIFOs, devices) are skipped with the reason. Prints the
+    counts (--json: imported, appended, rewritten, unchanged, pruned, pending, failed, entries,
+    gone, deleted, failures, skipped).
 
     \b
     Example:
@@ -89,7 +94,7 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: b
     if not watching:
         bar = _Bar(not silent and not as_json and sys.stderr.isatty())
         try:
-            result = store.sync(root, prune=prune, adopt=adopt, progress=bar)
+            result = store.sync(root, prune=prune, adopt=adopt, include_deleted=include_deleted, progress=bar)
         finally:
             bar.close()
         _report(result, as_json=as_json)
@@ -111,7 +116,8 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: b
     if not as_json:
         say(f"watching {root} (every {interval:g} s; Ctrl-C stops)", err=True)
     with suppress(KeyboardInterrupt):  # Ctrl-C ends the watch: the totals follow
-        store.watch_sync(root, interval=interval, cycles=watch_cycles, prune=prune, adopt=adopt, on_cycle=cycle)
+        store.watch_sync(root, interval=interval, cycles=watch_cycles, prune=prune, adopt=adopt,
+                         include_deleted=include_deleted, on_cycle=cycle)
     if as_json:
         _write(js_dumpb({"total": totals.to_json()}) + b"\n")
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +65,7 @@ from sessionstore.store.records import (
 from sessionstore.store.sources import (
     FileStat,
     SourceChangedError,
+    SourceDeletedError,
     SourceInfo,
     encode_dangling,
     line_digest,
@@ -318,7 +319,7 @@ class EntryStore:
 
     def import_source(
         self, path: str, stat: FileStat, *, replacing: SourceInfo | None = None, adopt: bool = False,
-        take_unterminated: bool = False,
+        take_unterminated: bool = False, deleted: Collection[str] = (), include_deleted: bool = False,
     ) -> SourceResult:
         """Import the complete lines of the pi file at ``path`` as the session synced from it, and record
         its source row, in one transaction (the import's checks; the leaf is the last entry, as pi's loader
@@ -332,22 +333,28 @@ class EntryStore:
         :class:`SourceChangedError` when another sync changed the source meanwhile; any other failure
         of storing a line is a :class:`JsonlError` at that line. ``take_unterminated``: a last line
         without its newline that is a whole JSON object is read too (the file did not change since the
-        previous sync: it was not being written)."""
+        previous sync: it was not being written). ``deleted``: ids of sessions deleted on purpose
+        (:meth:`deleted_sources`): a file naming one raises :class:`SourceDeletedError` (it was moved
+        since), unless ``include_deleted``, whose import forgets the deletion of the path and session."""
         from sessionstore.wire.jsonl import SessionFileReader
 
         digest = new_prefix_hasher()
         reader = SessionFileReader(path, complete_lines=True, take_unterminated=take_unterminated, digest=digest)
         try:
             with _failing_at_line(_Reading(path, reader)):
-                return self._import_source(reader, path, stat, digest, replacing=replacing, adopt=adopt)
+                return self._import_source(reader, path, stat, digest, replacing=replacing, adopt=adopt,
+                                           deleted=deleted, include_deleted=include_deleted)
         finally:
             reader.close()
 
     def _import_source(self, reader: SessionFileReader, path: str, stat: FileStat, digest: Hasher, *,
-                       replacing: SourceInfo | None, adopt: bool) -> SourceResult:
+                       replacing: SourceInfo | None, adopt: bool, deleted: Collection[str],
+                       include_deleted: bool) -> SourceResult:
         header = reader.header
         header.pop("leafId", None)  # written by export_jsonl; pi ignores it, and so does a mirror
         session_id = str(header["id"])
+        if session_id in deleted and not include_deleted:
+            raise SourceDeletedError(path, session_id)
         with self.backend.write(bulk=True) as tx:
             if replacing is not None:
                 current = tx.source(replacing.session_key)
@@ -363,6 +370,8 @@ class EntryStore:
             row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version,
                               prefix=digest.hexdigest())
             tx.put_source(row)
+            if include_deleted:
+                tx.forget_deleted_source(to_db(path), to_db(session_id))
         return SourceResult(session_id, result.entries, SourceInfo.of(to_db(session_id), row))
 
     def append_source(self, source: SourceInfo, stat: FileStat, *, digest: Hasher,
@@ -711,14 +720,24 @@ class EntryStore:
                             timestamp=timestamp or iso_string(made))
         return self.insert_session(header, [], made_ms=made).session_id
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str, *, remember_source: bool = True) -> None:
         """Remove the session and all its entries in one transaction (also a session that raw SQL
-        marked as deleting, which readers no longer see)."""
+        marked as deleting, which readers no longer see). A synced session's file is remembered as
+        deleted, so that a sync does not import it again unless asked (``remember_source=False``:
+        not remembered; a prune, whose file is gone)."""
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None:
                 raise SessionNotFoundError(session_id)
+            source = tx.source(row.key) if remember_source else None
             tx.delete_session(row.key)
+            if source is not None:
+                tx.put_deleted_source(source.path, to_db(session_id), now_iso())
+
+    def deleted_sources(self) -> dict[str, str]:
+        """Path -> session id of each file whose synced session was deleted (:meth:`delete_session`)."""
+        with self.backend.read() as tx:
+            return {from_db(path): from_db(sid) for path, sid in tx.deleted_sources().items()}
 
     def append_entry(
         self,

@@ -35,6 +35,14 @@ class SourceChangedError(StoreError):
     """Another sync changed this file's source row between the check and the write (try it again)."""
 
 
+class SourceDeletedError(StoreError):
+    """The file names a session deleted on purpose (a sync leaves it, unless asked to include it)."""
+
+    def __init__(self, path: str, session_id: str) -> None:
+        super().__init__(f"{path}: session {session_id} was deleted (sync --include-deleted imports it again)")
+        self.session_id = session_id
+
+
 @dataclass(frozen=True, slots=True)
 class FileStat:
     """What a ``stat`` of the file said when a sync looked at it."""
