@@ -541,7 +541,11 @@ def _import_files(paths: tuple[str, ...]) -> list[str]:
         if given == "-":
             files.append(given)
         elif os.path.isdir(given):
-            files += sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            found = sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            if not found:
+                say(f"warning: {render.safe_line(given)} holds no *.jsonl file: nothing imported from it", err=True,
+                    escaped=True)
+            files += found
         elif glob.has_magic(given) and not os.path.exists(given):
             matches = sorted(m for m in glob.glob(os.path.expanduser(given), recursive=True) if os.path.isfile(m))
             if not matches:
@@ -571,6 +575,8 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
                 result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
     except SessionExistsError as exc:
         if skip_existing:
+            say(f"skipped {render.safe_line(name)}: session {render.safe_line(exc.session_id)} is in the database"
+                " already (--skip-existing)", err=True, escaped=True)
             return {"file": name, "status": "exists", "sessionId": exc.session_id}
         return _import_failed(name, exc)
     except (StoreError, SchemaError, BackendUnavailableError, DatabaseProblem):
@@ -1051,7 +1057,26 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None
         entry_id = store.branch_with_summary(
             sid, at, _text_field(data, "summary"), details=data.get("details"), usage=data.get("usage"),
             from_hook=from_hook if isinstance(from_hook, bool) else None, expected_leaf=at)
-    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
+    warnings = _role_warnings(data) if kind == "message" else []
+    for warning in warnings:
+        say(f"warning: {warning}", err=True)
+    if as_json:
+        emit_json({"sessionId": sid, "entryId": entry_id, **({"warnings": warnings} if warnings else {})})
+    else:
+        say(entry_id)
+
+
+def _role_warnings(message: dict[str, Any]) -> list[str]:
+    """What to tell of a stored message whose role no one declared (pi's roles, or one an application
+    registered): it is kept as given, and read as pi reads an unknown role."""
+    from sessionstore.models.roles import known_roles
+
+    role = message.get("role")
+    if isinstance(role, str) and role in known_roles():
+        return []
+    known = ", ".join(sorted(known_roles()))
+    return [f"role {render.safe_line(js_dumpb(role).decode())} is not a known role ({known};"
+            " an application adds one with register_role): stored as given"]
 
 
 def _text_field(data: dict[str, Any], key: str) -> str:
