@@ -283,6 +283,13 @@ def test_sources_gone_are_counted_kept_and_said(store: SessionStore, tmp_path: P
     report = json.loads(runner.invoke(cli, ["--db", store.url, "sync", str(root), "--json"]).stdout)
     assert (report["gone"], report["unchanged"]) == (3, 1)
     assert {info.id for info in store.list_sessions()} == {"g1", "g2", "g3", "k1"}
+    listed = json.loads(runner.invoke(cli, ["--db", store.url, "ls", "--json"]).stdout)
+    assert {row["id"]: row["sourceGone"] for row in listed} == {"g1": True, "g2": True, "g3": True, "k1": False}
+    table = runner.invoke(cli, ["--db", store.url, "ls"]).stdout.splitlines()
+    assert [line.endswith(f"{gone[i]} (gone)") for i, line in enumerate(sorted(table[1:]))] == [True] * 3 + [False]
+    store.import_jsonl(_io(json.dumps(header("hand")).encode() + b"\n"))
+    hand = json.loads(runner.invoke(cli, ["--db", store.url, "ls", "--json"]).stdout)
+    assert [row["sourceGone"] for row in hand if row["id"] == "hand"] == [None]
     pruned = store.sync(root, prune=True)
     assert (pruned.pruned, pruned.gone) == (3, 0)
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
+    from sessionstore.store.records import SessionInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -833,15 +834,22 @@ def _since_ms(since: str | None) -> int | None:
 def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool,
            as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
-    order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time."""
+    order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time.
+    SOURCE: the file a synced session mirrors, '(gone)' when it no longer exists (--json: sourceGone,
+    null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
+    gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
+
+    def row(info: SessionInfo) -> dict[str, Any]:
+        return {**info.to_json(), "sourceGone": None if info.source_path is None else info.source_path in gone}
+
     if as_lines:
-        emit_json_lines(i.to_json() for i in infos)
+        emit_json_lines(row(i) for i in infos)
     elif as_json:
-        emit_json([i.to_json() for i in infos])
+        emit_json([row(i) for i in infos])
     else:
-        say(render.render_sessions(infos))
+        say(render.render_sessions(infos, gone=gone))
 
 
 @cli.command()

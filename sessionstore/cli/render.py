@@ -9,7 +9,7 @@ shown as escapes (``\\x1b``, ``\\u202e``) instead of being sent to the terminal,
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -251,8 +251,15 @@ def ms_to_iso(ms: int | None) -> str:
         return str(ms)
 
 
-def render_sessions(infos: Sequence[SessionInfo]) -> str:
-    """The ``ls`` table: MODIFIED is pi's (the last message), ACTIVE the last activity of any kind."""
+def _source_cell(path: str | None, gone: Container[str]) -> str:
+    if path is None:
+        return "-"
+    return f"{path} (gone)" if path in gone else path
+
+
+def render_sessions(infos: Sequence[SessionInfo], *, gone: Container[str] = ()) -> str:
+    """The ``ls`` table: MODIFIED is pi's (the last message), ACTIVE the last activity of any kind;
+    SOURCE the file a session is synced from, ``(gone)`` after it when it is in ``gone``."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)  # the SOURCE column only when a session has one
@@ -261,7 +268,7 @@ def render_sessions(infos: Sequence[SessionInfo]) -> str:
     for i in infos:
         created = i.created[:16].replace("T", " ")
         cells = (i.id, i.name or "-", i.cwd, str(i.entry_count), created, ms_to_iso(i.modified_ms),
-                 ms_to_iso(i.active_ms), *((i.source_path or "-",) * synced))
+                 ms_to_iso(i.active_ms), *((_source_cell(i.source_path, gone),) * synced))
         rows.append(tuple(safe_line(cell) for cell in cells))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)
