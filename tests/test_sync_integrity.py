@@ -349,3 +349,21 @@ def _io(data: bytes) -> object:
     import io
 
     return io.BytesIO(data)
+
+
+def test_a_settled_v1_file_without_its_last_newline_is_read_whole(store: SessionStore, tmp_path: Path) -> None:
+    from tests.paths import FIXTURES
+
+    root = tmp_path / "sessions"
+    path = project(root) / "2024-11-01T08-00-00-000Z_legacy.jsonl"
+    whole = (FIXTURES / "legacy" / "compaction-v1.jsonl").read_bytes()
+    path.write_bytes(whole.rstrip(b"\n"))
+    store.sync(root)
+    again = store.sync(root)
+    assert (again.rewritten, again.failed) == (1, 0)
+    synced = [e["id"] for e in store.entries("legacy-v1-compaction")]
+    reference = SessionStore("sqlite:///" + str(tmp_path / "ref.db"))
+    reference.import_jsonl(FIXTURES / "legacy" / "compaction-v1.jsonl")
+    assert synced == [e["id"] for e in reference.entries("legacy-v1-compaction")]
+    reference.close()
+    assert store.sync(root).unchanged == 1
