@@ -89,6 +89,7 @@ from sessionstore.wire.codec import LineRefused, parse_line
 
 if TYPE_CHECKING:
     from sessionstore.store.entry_store import EntryStore
+    from sessionstore.wire.jsonl import Hasher
 
 
 Progress = Callable[[int, int], None]
@@ -324,7 +325,7 @@ def _sync_file(
         result.failures.append(SyncFailure(path, None, exc.strerror or str(exc)))
 
 
-def _only_grown(path: str, stat: FileStat, source: SourceInfo) -> Any:
+def _only_grown(path: str, stat: FileStat, source: SourceInfo) -> Hasher | None:
     """The hasher of the consumed prefix (:func:`~sessionstore.store.sources.prefix_digest`) when the file
     at ``path`` is the consumed part of ``source`` and maybe more (a v3 file only), else ``None``. The first
     and last consumed lines are compared first (two small reads); then the whole consumed prefix is

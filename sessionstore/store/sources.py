@@ -24,7 +24,7 @@ from sessionstore.store.backend import SourceRow
 from sessionstore.store.dbtext import from_db
 
 if TYPE_CHECKING:
-    from sessionstore.wire.jsonl import ResumePoint
+    from sessionstore.wire.jsonl import Hasher, ResumePoint
 
 CHECK_WINDOW_MAX = 1 << 20
 """A first or last line longer than this is checked by its first and last half MiB (the digest of a
@@ -121,12 +121,12 @@ PREFIX_CHUNK = 1 << 20
 """Bytes per ``pread`` of a prefix digest."""
 
 
-def new_prefix_hasher() -> Any:
+def new_prefix_hasher() -> Hasher:
     """A hasher for :func:`prefix_digest` (fed the consumed lines by the reader, then ``hexdigest()``)."""
     return blake2b(digest_size=16)
 
 
-def prefix_digest(fd: int, length: int) -> Any:
+def prefix_digest(fd: int, length: int) -> Hasher:
     """The hasher of the first ``length`` bytes of the open file ``fd`` (its ``hexdigest()`` is the
     check's prefix part; fed more bytes, it goes on to a longer prefix). A file shorter than ``length``
     gives a digest of what it has, which no recorded prefix has."""
