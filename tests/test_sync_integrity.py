@@ -367,3 +367,16 @@ def test_a_settled_v1_file_without_its_last_newline_is_read_whole(store: Session
     assert synced == [e["id"] for e in reference.entries("legacy-v1-compaction")]
     reference.close()
     assert store.sync(root).unchanged == 1
+
+
+def test_a_device_is_skipped_with_its_reason(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    device = project(root) / "2025-01-01T00-00-00-000Z_null.jsonl"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null's numbers
+    except (PermissionError, AttributeError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here: {exc}")
+    result = store.sync(root)
+    assert [(s.path, s.reason) for s in result.skipped] == [
+        (str(device), "a character device, not a regular file: skipped")]
+    assert (result.imported, result.failed, result.pending) == (0, 0, 0)
