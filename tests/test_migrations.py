@@ -664,3 +664,27 @@ def test_revision_0010_gives_every_session_its_activity_time_and_downgrade_drops
     assert "active_ms" not in columns and "modified_ms" in columns
     migrate.upgrade(engine)
     assert active() == {"s10": T0 + 50_000, "empty": T0 + 7_000}
+
+
+def test_revision_0011_adds_the_deleted_sources_and_downgrade_drops_them(engine: Engine) -> None:
+    """Sessions stored at 0010 read as before; the table of files whose synced session was deleted
+    starts empty, takes a row per path (an upsert), and goes with a downgrade to 0010."""
+    from alembic import command
+
+    migrate.upgrade(engine, "0010")
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
+        assert "sessionstore_deleted_sources" in inspect(conn).get_table_names()
+        for sid in ("a", "b"):
+            conn.execute(text("INSERT INTO sessionstore_deleted_sources (path, session_id, deleted_at)"
+                              " VALUES ('/p/x.jsonl', :sid, 'now') ON CONFLICT (path) DO UPDATE SET"
+                              " session_id = excluded.session_id"), {"sid": sid})
+        assert conn.execute(text("SELECT path, session_id FROM sessionstore_deleted_sources")).all() == [
+            ("/p/x.jsonl", "b")]
+    config = migrate.alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0010")
+    with engine.connect() as conn:
+        assert "sessionstore_deleted_sources" not in inspect(conn).get_table_names()
+    migrate.upgrade(engine)

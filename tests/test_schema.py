@@ -62,7 +62,8 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     fts = {"sessionstore_search_fts", *(f"sessionstore_search_fts_{p}" for p in ("data", "idx", "docsize", "config"))}
     assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries",
-                      "sessionstore_usage", "sessionstore_search", "sessionstore_sources", *fts}
+                      "sessionstore_usage", "sessionstore_search", "sessionstore_sources",
+                      "sessionstore_deleted_sources", *fts}
     assert {"sessionstore_entries_append_only_update", "sessionstore_entries_append_only_delete",
             "sessionstore_entries_no_replace"} <= triggers
 
@@ -603,7 +604,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0010"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0011"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:

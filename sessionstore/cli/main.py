@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
+    from sessionstore.store.records import SessionInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -601,7 +602,11 @@ def _import_files(paths: tuple[str, ...]) -> list[str]:
         if given == "-":
             files.append(given)
         elif os.path.isdir(given):
-            files += sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            found = sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            if not found:
+                say(f"warning: {render.safe_line(given)} holds no *.jsonl file: nothing imported from it", err=True,
+                    escaped=True)
+            files += found
         elif glob.has_magic(given) and not os.path.exists(given):
             matches = sorted(m for m in glob.glob(os.path.expanduser(given), recursive=True) if os.path.isfile(m))
             if not matches:
@@ -631,6 +636,8 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
                 result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
     except SessionExistsError as exc:
         if skip_existing:
+            say(f"skipped {render.safe_line(name)}: session {render.safe_line(exc.session_id)} is in the database"
+                " already (--skip-existing)", err=True, escaped=True)
             return {"file": name, "status": "exists", "sessionId": exc.session_id}
         return _import_failed(name, exc)
     except (StoreError, SchemaError, BackendUnavailableError, DatabaseProblem):
@@ -937,15 +944,21 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
     order, by pi's MODIFIED), with what pi's session picker shows: pi's message count (MSGS) and the
     session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe).
-    --since goes by the same time."""
+    --since goes by the same time. SOURCE: the file a synced session mirrors, '(gone)' when it no longer
+    exists (--json: sourceGone, null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
+    gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
+
+    def row(info: SessionInfo) -> dict[str, Any]:
+        return {**info.to_json(), "sourceGone": None if info.source_path is None else info.source_path in gone}
+
     if as_lines:
-        emit_json_lines(i.to_json() for i in infos)
+        emit_json_lines(row(i) for i in infos)
     elif as_json:
-        emit_json([i.to_json() for i in infos])
+        emit_json([row(i) for i in infos])
     else:
-        say(render.render_sessions(infos, width=terminal_columns()))
+        say(render.render_sessions(infos, width=terminal_columns(), gone=gone))
 
 
 @cli.command()
@@ -1161,7 +1174,26 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None
         entry_id = store.branch_with_summary(
             sid, at, _text_field(data, "summary"), details=data.get("details"), usage=data.get("usage"),
             from_hook=from_hook if isinstance(from_hook, bool) else None, expected_leaf=at)
-    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
+    warnings = _role_warnings(data) if kind == "message" else []
+    for warning in warnings:
+        say(f"warning: {warning}", err=True)
+    if as_json:
+        emit_json({"sessionId": sid, "entryId": entry_id, **({"warnings": warnings} if warnings else {})})
+    else:
+        say(entry_id)
+
+
+def _role_warnings(message: dict[str, Any]) -> list[str]:
+    """What to tell of a stored message whose role no one declared (pi's roles, or one an application
+    registered): it is kept as given, and read as pi reads an unknown role."""
+    from sessionstore.models.roles import known_roles
+
+    role = message.get("role")
+    if isinstance(role, str) and role in known_roles():
+        return []
+    known = ", ".join(sorted(known_roles()))
+    return [f"role {render.safe_line(js_dumpb(role).decode())} is not a known role ({known};"
+            " an application adds one with register_role): stored as given"]
 
 
 def _text_field(data: dict[str, Any], key: str) -> str:
@@ -1327,7 +1359,8 @@ PREFIX_COUNTED = 1000
 @handle_errors
 def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
     """Delete a session and all its entries. SESSION is its full id or a unique prefix of at least 8
-    characters; on a terminal it asks first, elsewhere it refuses without --yes.
+    characters; on a terminal it asks first, elsewhere it refuses without --yes. A synced session's
+    file is left, and sync does not import it again unless --include-deleted.
 
     \b
     Example:
@@ -1341,8 +1374,12 @@ def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
         if not sys.stdin.isatty():
             fail(f"not deleting {sid} without --yes (stdin is not a terminal to ask on)")
         click.confirm(f"delete session {sid}?", abort=True)
+    synced_from = ctx.store.session(sid).source_path
     ctx.store.delete_session(sid)
     say(f"deleted {sid}", err=True)
+    if synced_from is not None:
+        say(f"it was synced from {synced_from}, which stays; sync will not import it again"
+            " (sync --include-deleted does)", err=True)
 
 
 @cli.command()

@@ -10,7 +10,7 @@ overrides and isolates, the line and paragraph separators U+2028/U+2029) are sho
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -327,13 +327,19 @@ PICKER_MIN_WIDTH = 10
 """The fewest columns the message column gets however narrow the terminal (pi's picker: 10)."""
 
 
-def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None) -> str:
+def _source_cell(path: str | None, gone: Container[str]) -> str:
+    if path is None:
+        return "-"
+    return f"{path} (gone)" if path in gone else path
+
+
+def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = ()) -> str:
     """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
     last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
     else the first message (:func:`picker_text`), cut to fit ``width`` columns (the terminal's; at
     least :data:`PICKER_MIN_WIDTH`), then each line cut to ``width`` as pi's picker does (``None``:
     nothing is cut). SOURCE, the synced file, only when a session
-    has one."""
+    has one, ``(gone)`` after it when it is in ``gone``."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)
@@ -341,7 +347,7 @@ def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None) -
                                     "NAME OR FIRST MESSAGE")]
     for i in infos:
         cells = (i.id, ms_to_iso(i.modified_ms), ms_to_iso(i.active_ms), str(i.message_count), i.cwd,
-                 *((i.source_path or "-",) * synced))
+                 *((_source_cell(i.source_path, gone),) * synced))
         rows.append((*(safe_line(cell) for cell in cells), picker_text(i)))
     columns = len(rows[0]) - 1
     widths = [max(display_width(r[c]) for r in rows) for c in range(columns)]

@@ -15,9 +15,11 @@ would silently skip as unparsable, and the ambiguities pi hangs on:
 In lenient mode a refused line is skipped and recorded in :attr:`SessionFileReader.skipped` instead.
 
 For a sync (``catalog.sync``) the reader reads complete lines only (``complete_lines``: a last line
-without its newline is being written, and is left for the next read) and can continue a file where
+without its newline is being written, and is left for the next read, unless ``take_unterminated``:
+then a last line that is a whole JSON object is read as pi reads it), can continue a file where
 an earlier read stopped (``resume``: its byte offset, line number and the parent ids no entry had
-yet; ``known_parent`` says whether an id names an entry stored before).
+yet; ``known_parent`` says whether an id names an entry stored before), and feeds the bytes of the
+lines it consumes to ``digest`` (a sync's check of the consumed prefix).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from sessionstore.errors import IncompleteHeaderError, JsonlError
 from sessionstore.models import js
@@ -104,6 +106,23 @@ def line_text(raw: bytes) -> bytes:
     return raw.removesuffix(b"\n").rstrip(b"\r")
 
 
+class Hasher(Protocol):
+    """What the reader feeds consumed lines to (a ``hashlib`` object)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def _whole_object(raw: bytes) -> bool:
+    """Whether a line without its newline is a whole JSON object (a torn write never is: what pi writes
+    is one object, and no proper prefix of it parses as one)."""
+    try:
+        return isinstance(parse_line(raw), dict)
+    except LineRefused:
+        return False
+
+
 class SessionFileReader:
     """Streams the header and v3 entries of one pi session file.
 
@@ -120,6 +139,8 @@ class SessionFileReader:
         complete_lines: bool = False,
         resume: ResumePoint | None = None,
         known_parent: Callable[[str], bool] | None = None,
+        take_unterminated: bool = False,
+        digest: Hasher | None = None,
     ) -> None:
         if isinstance(source, (str, Path)):
             self.name = name or str(source)
@@ -153,6 +174,9 @@ class SessionFileReader:
         self._known_parent = known_parent
         self._start = 0
         self._partial = 0
+        self._take_unterminated = take_unterminated
+        self._unterminated = False
+        self._digest = digest
         self.first_line = b""
         """The file's first line as read (its newline included), for a sync's check of the prefix."""
         self.last_line = b""
@@ -196,8 +220,10 @@ class SessionFileReader:
 
     @property
     def consumed_lines(self) -> int:
-        """The lines of the file read so far, complete ones (the header and blank lines included)."""
-        return self._line
+        """The lines of the file read so far, complete ones (the header and blank lines included; a last
+        line taken without its newline is not counted: the newline pi adds when it loads the file ends
+        it, and is then read as that line)."""
+        return self._line - self._unterminated
 
     @property
     def awaited(self) -> dict[str, int]:
@@ -222,6 +248,8 @@ class SessionFileReader:
                 self._partial = len(raw)
                 raise IncompleteHeaderError(self.name, self._line + 1, "the session header line is not complete yet")
             self.last_line = raw
+            if self._digest is not None:
+                self._digest.update(raw)
             if raw.strip() and not (raw[:1] >= b"\x80" and _js_blank(raw)):
                 yield self._line, raw
 
@@ -283,6 +311,7 @@ class SessionFileReader:
         line = self._line
         complete = self._complete
         upgraded = self.source_version != CURRENT_VERSION
+        digest = self._digest
         try:
             # the file's lines straight, not through ``_raw_lines`` (a generator per line costs ~0.5 us)
             for raw in self._fp:
@@ -291,10 +320,14 @@ class SessionFileReader:
                 self.bytes_read += len(raw)
                 if complete:
                     if not raw.endswith(b"\n"):  # being written: left for the next read
-                        self._line = line - 1
-                        self._partial = len(raw)
-                        break
+                        if not (self._take_unterminated and _whole_object(raw)):
+                            self._line = line - 1
+                            self._partial = len(raw)
+                            break
+                        self._unterminated = True
                     self.last_line = raw
+                    if digest is not None:
+                        digest.update(raw)
                 if not raw.strip():
                     continue
                 try:
