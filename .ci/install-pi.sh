@@ -32,8 +32,10 @@ pi_install() {
     $if_node && echo "installing pi $version (npm $package) into $prefix for the differential tests" >&2
     rm -rf "$prefix"
     mkdir -p "$prefix"
-    # --ignore-scripts: pi's install scripts fetch optional binaries the tests do not use.
-    if ! npm install --prefix "$prefix" --ignore-scripts --no-audit --no-fund --no-progress --loglevel=error \
+    # --ignore-scripts: pi's install scripts fetch optional binaries the tests do not use. --prefer-offline:
+    # the version is pinned, so what npm has cached of it is current (and a machine without the registry
+    # installs from its cache instead of waiting on every package).
+    if ! npm install --prefix "$prefix" --prefer-offline --ignore-scripts --no-audit --no-fund --no-progress --loglevel=error \
       "$package@$version" >/dev/null; then
       rm -rf "$prefix"
       if $if_node; then
