@@ -1,8 +1,8 @@
 """``export --html``: one self-contained page; session text stays data (escaping, embedding, no
 network), and the page renders in a real headless browser (Debian's ``chromium``).
 
-Without ``chromium`` the browser tests skip, except under CI (``$CI`` set), where they fail
-(as the differential tests do for ``node``); ``.ci/run`` installs it."""
+Without ``chromium`` the browser tests skip naming ``.ci/install-chromium.sh``, except under CI, where
+they fail (the rule of ``tests/requirements.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import base64
 import io
 import json
 import re
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Callable, Iterator
@@ -27,8 +26,8 @@ from sessionstore.cli.html_export import ScriptSafeWriter, script_safe, write_se
 from sessionstore.cli.main import cli
 from sessionstore.wire.jsjson import js_dumpb
 from tests.builders import assistant, entry, msg, result, user
-from tests.differential.oracle import in_ci
 from tests.paths import FIXTURES, PI_FILES, ROOT
+from tests.requirements import CHROMIUM, chromium_path, require
 
 Json = dict[str, Any]
 BROWSER_TIMEOUT_S = 120
@@ -213,12 +212,9 @@ class DomReader(HTMLParser):
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    found = next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
-    if found is None:
-        if in_ci():
-            pytest.fail("chromium is not installed, and CI must run the browser tests: run .ci/run"
-                        " (it installs Debian's chromium)")
-        pytest.skip("chromium is not installed: the HTML export's browser tests need it")
+    require(CHROMIUM)
+    found = chromium_path()
+    assert found is not None
     return found
 
 

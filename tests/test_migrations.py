@@ -24,7 +24,8 @@ from sessionstore.errors import SchemaTooNewError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.migrate import SCHEMA_REVISION
-from tests.conftest import BACKENDS, PG_URL, _admin_url, _database_url, drop_pg_database
+from tests.conftest import BACKENDS, _admin_url, _database_url, drop_pg_database
+from tests.requirements import POSTGRES
 
 Json = dict[str, Any]
 EARLIER = ["0001", "0002", "0003", "0004", "0005"]
@@ -493,7 +494,7 @@ def test_a_new_database_gets_the_same_schema_as_an_upgraded_one(tmp_path: Path) 
     assert schemas[0] == schemas[1]
 
 
-@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+@pytest.mark.requires(POSTGRES)
 def test_a_new_postgresql_database_gets_the_same_schema_as_an_upgraded_one(tmp_path: Path) -> None:
     query = """
         SELECT 'column', table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' '
