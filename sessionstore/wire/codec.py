@@ -46,8 +46,9 @@ def parse_line(raw: bytes) -> Any:
     """The JSON value of one line, as ``JSON.parse`` reads it; raises :class:`LineRefused`.
 
     orjson reads almost every line; what it refuses is read again strictly: the bytes must be UTF-8
-    (no byte order mark), ``NaN``/``Infinity`` are refused, and lone surrogate escapes and integers
-    beyond 64 bits are accepted as JSON allows them."""
+    (no byte order mark), ``NaN``/``Infinity`` are refused, and lone surrogate escapes are accepted as
+    JSON allows them, an integer beyond 64 bits as the double ``JSON.parse`` reads (:func:`js_integer`;
+    ``1`` and 309 zeros is an infinity, written back as ``null``, as ``JSON.stringify`` writes it)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -65,7 +66,7 @@ def _parse_strictly(raw: bytes, orjson_error: orjson.JSONDecodeError) -> Any:
     if text.startswith("\ufeff"):
         raise LineRefused("a UTF-8 byte order mark starts the line (JSON.parse refuses it)")
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=js_integer)
     except LineRefused:
         raise
     except RecursionError:
@@ -73,15 +74,26 @@ def _parse_strictly(raw: bytes, orjson_error: orjson.JSONDecodeError) -> Any:
     except ValueError:
         raise LineRefused(f"invalid JSON: {orjson_error}") from None
 
+def js_integer(text: str) -> int | float:
+    """A JSON integer as the store holds it: exact while orjson can hold it (64 bits), beyond that the
+    double ``JSON.parse`` reads (the nearest one, or an infinity past the largest), so every reader of
+    the value sees what pi sees. ``float()`` reads any number of digits; ``int()`` is never asked for
+    more than 20 (the interpreter's limit on digits, process-global, stays out of the reading)."""
+    if len(text) <= 20:
+        value = int(text)
+        if -(2**63) <= value < 2**64:
+            return value
+    return float(text)
 
 
 def json_loads(value: str | bytes) -> Any:
     """A stored payload (written by :func:`dump_line` or kept from a file line that
-    :func:`parse_line` read): orjson, or the standard library for what orjson refuses."""
+    :func:`parse_line` read): orjson, or the standard library for what orjson refuses, its numbers
+    read as :func:`parse_line` reads them."""
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError:
-        return json.loads(value)
+        return json.loads(value, parse_int=js_integer)
 
 
 def decode_payloads(texts: list[str] | list[bytes]) -> list[Any]:
