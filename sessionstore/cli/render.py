@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sessionstore.models.js import json_type
+from sessionstore.models.roles import role_of
 from sessionstore.wire.jsjson import js_dumps
 
 if TYPE_CHECKING:
@@ -96,8 +98,22 @@ def shown(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
-    role = message.get("role")
+def role_label(message: Any) -> str:
+    """How text output names a message's role: the role when it is a string, else its JSON, and a
+    message that is not an object (pi keeps it in the context, and sends nothing of it) by its type."""
+    if not isinstance(message, Mapping):
+        return f"({json_type(message)}, not a message)"
+    if "role" not in message:
+        return "(no role)"
+    role = message["role"]
+    return role if isinstance(role, str) else js_dumps(role)
+
+
+def message_lines(message: Any, limit: int | None) -> list[str]:
+    """A message's head line and indented body (a message that is not an object: its JSON)."""
+    if not isinstance(message, Mapping):
+        return [role_label(message), "    " + clip(js_dumps(message), limit)]
+    role = role_of(message)
     if role == "assistant":
         head = (f"assistant ({shown(message.get('provider'))}/{shown(message.get('model'))},"
                 f" stop: {shown(message.get('stopReason'))})")
@@ -119,7 +135,7 @@ def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
         head = f"custom {message.get('customType')}"
         body = _blocks(message.get("content"), limit)
     else:
-        head = str(role)
+        head = role_label(message)
         body = _blocks(message.get("content"), limit)
     return [head] + ["    " + line.replace("\n", "\n    ") for line in body]
 
@@ -158,10 +174,9 @@ def describe_entry(entry: dict[str, Any]) -> str:
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        message = message if isinstance(message, dict) else {}
-        role = message.get("role")
+        head = role_label(message)
         text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
-        return f"{role}: {text}" if text else str(role)
+        return f"{head}: {text}" if text else head
     if kind == "model_change":
         return f"model → {shown(entry.get('provider'))}/{shown(entry.get('modelId'))}"
     if kind == "thinking_level_change":
