@@ -1,0 +1,93 @@
+"""The hostile-values corpus (``tests/test_cli_hostile_values.py``) against pi 1.6 live: what
+``context --json`` prints of each variant is pi's ``buildSessionContext`` + ``convertToLlm`` as
+``JSON.stringify`` writes them, ``stats --json`` is pi's ``getSessionStats`` where the corpus records it,
+and the numbers beyond doubles are read as node's ``JSON.parse`` reads them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessionstore.cli.main import cli
+from sessionstore.wire.codec import parse_line
+from sessionstore.wire.jsjson import js_dumps
+from tests.differential.oracle import ORACLE_TIMEOUT_S, Oracle
+from tests.differential.test_stats_against_pi import run_stats_oracle
+from tests.test_cli_hostile_values import INF_DIGITS, LONG_DIGITS, VARIANTS, expected_context, session_file, session_id
+
+Json = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def corpus_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("hostile-values-pi")
+    return {name: session_file(directory, name) for name in VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def pi_contexts(oracle: Oracle, corpus_files: dict[str, Path]) -> dict[str, Json]:
+    files = list(corpus_files.values())
+    return {name: pi for name, pi in zip(corpus_files, oracle.evaluate(files, max_leaves=2).values(), strict=True)}
+
+
+def pi_default_leaf(pi: Json) -> tuple[list[Any], list[Any]] | str:
+    """pi's context at its own leaf after opening the file: (messages, llm), or pi's error."""
+    leaf = next(leaf for leaf in pi["leaves"] if leaf["leaf"] == "default")
+    if "error" in leaf:
+        return str(leaf["error"])
+    pool = pi["pool"]
+    return [pool[i] for i in leaf["context"]["messages"]], [pool[i] for i in leaf["llm"]]
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_context_json_of_a_hostile_value_prints_what_pi_prints(
+    db_url: str, corpus_files: dict[str, Path], pi_contexts: dict[str, Json], name: str
+) -> None:
+    runner = CliRunner()
+    imported = runner.invoke(cli, ["--db", db_url, "import", str(corpus_files[name])], catch_exceptions=False)
+    assert imported.exit_code == 0, imported.stderr
+    result = runner.invoke(cli, ["--db", db_url, "context", session_id(name), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    pi = pi_default_leaf(pi_contexts[name])
+    if isinstance(pi, str):  # pi throws (a null message): the store reads it as no message, and says so
+        assert name == "message-null" and "Cannot read properties of null" in pi
+        assert "MESSAGE_ENTRY_WITHOUT_MESSAGE" in {d["code"] for d in out["diagnostics"]}
+    else:
+        assert (out["messages"], out["llm"]) == pi
+    assert (out["messages"], out["llm"]) == expected_context(VARIANTS[name])  # what the plain test records
+
+
+def test_stats_of_huge_usage_are_pis(sqlite_url: str, oracle: Oracle, corpus_files: dict[str, Path]) -> None:
+    names = [name for name, variant in VARIANTS.items() if variant.stats]
+    lines = run_stats_oracle(oracle, "stats", *(str(corpus_files[n]) for n in names)).splitlines()
+    runner = CliRunner()
+    for name, line in zip(names, lines, strict=True):
+        pi = json.loads(line)
+        runner.invoke(cli, ["--db", sqlite_url, "import", str(corpus_files[name])], catch_exceptions=False)
+        ours = json.loads(runner.invoke(cli, ["--db", sqlite_url, "stats", session_id(name), "--json"]).stdout)
+        assert {key: ours[key] for key in ("tokens", "cost")} == {key: pi["stats"][key] for key in ("tokens", "cost")}
+        assert {key: pi["stats"][key] for key in VARIANTS[name].stats} == VARIANTS[name].stats
+        text = runner.invoke(cli, ["--db", sqlite_url, "stats", session_id(name)]).stdout
+        pi_tokens = pi["text"].split("\n\nTokens\n", 1)[1]
+        assert pi_tokens.rstrip() in text, (pi_tokens, text)
+
+
+NUMBER_LINES = [
+    f'{{"a":{INF_DIGITS},"b":{LONG_DIGITS},"c":{10**30},"d":{2**64},"e":{2**64 - 1},"f":{"9" * 308}}}',
+    f'{{"s":"\\ud800","a":{INF_DIGITS},"b":-{"1" * 4400},"c":{2**63},"d":-{2**63}}}',
+]
+
+
+def test_numbers_beyond_doubles_read_as_json_parse_reads_them(oracle: Oracle) -> None:
+    script = "for (const l of JSON.parse(process.argv[1])) console.log(JSON.stringify(JSON.parse(l)))"
+    done = subprocess.run([oracle.node, "-e", script, json.dumps(NUMBER_LINES)], capture_output=True, text=True,
+                          timeout=ORACLE_TIMEOUT_S, check=True)
+    node = done.stdout.splitlines()
+    ours = [js_dumps(parse_line(line.encode())) for line in NUMBER_LINES]
+    assert ours == node

@@ -1,0 +1,282 @@
+"""What a store accepted, every command reads: a table of hostile entry values (a role that is an object
+or a list, a message that is not an object, numbers beyond the double range, usage beyond what a
+28-digit decimal holds) by every read command, through the command line.
+
+Each variant is one entry ``x`` between two user messages (``u1`` -> ``x`` -> ``u2``). pi 1.6 loads every
+one of these files; what it shows of ``x`` (``buildSessionContext`` + ``convertToLlm``, ``JSON.stringify``
+of the result, ``/session``'s numbers) is written down here as pi's own code gives it
+(``tests/differential/pi_oracle.mjs eval``, ``pi_stats.mjs stats``), so this file needs neither node nor
+pi; ``tests/differential/test_hostile_values_against_pi.py`` checks these answers against pi live.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sessionstore.cli.main import cli
+
+Json = dict[str, Any]
+T = "2025-01-01T00:00:01.000Z"
+ABSENT = object()
+"""pi shows nothing of ``x`` (the entry contributes no message)."""
+
+INF_DIGITS = "1" + "0" * 309  # 1e309 written as an integer: JSON.parse reads Infinity
+LONG_DIGITS = "-" + "7" * 5000  # past Python's 4,300-digit int-string limit: JSON.parse reads -Infinity
+USAGE = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+
+
+def user(entry_id: str, parent: str | None) -> Json:
+    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": T,
+            "message": {"role": "user", "content": f"hi {entry_id}", "timestamp": 1735689601000}}
+
+
+def message_entry(message: Any) -> str:
+    return json.dumps({"type": "message", "id": "x", "parentId": "u1", "timestamp": T, "message": message})
+
+
+def assistant(usage: Json) -> str:
+    return message_entry({"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                          "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                          "usage": usage, "stopReason": "stop", "timestamp": 1735689602000})
+
+
+def with_number(line: str, digits: str) -> str:
+    """``line`` with its ``"@N"`` string as the number ``digits`` (JSON that Python's json cannot write)."""
+    return line.replace('"@N"', digits)
+
+
+def user_x(timestamp: str) -> str:
+    return with_number(message_entry({"role": "user", "content": "hi x", "timestamp": "@N"}), timestamp)
+
+
+@dataclass(frozen=True)
+class Variant:
+    line: str
+    """The entry ``x`` as its file line."""
+    shown: Any
+    """pi's ``context.messages`` item for ``x`` (``JSON.stringify``'s view), or :data:`ABSENT`."""
+    sent: bool
+    """Whether ``convertToLlm`` sends it (then as :attr:`shown`)."""
+    stats: Json = field(default_factory=dict)
+    """Fields of pi's ``getSessionStats`` (``stats --json``) to compare."""
+
+
+def plain(message: Any, *, sent: bool = False) -> Variant:
+    return Variant(message_entry(message), message, sent)
+
+
+VARIANTS: dict[str, Variant] = {
+    "role-object": plain({"role": {"a": 1}, "content": "r"}),
+    "role-list": plain({"role": ["user"], "content": "r"}),
+    "role-number": plain({"role": 5, "content": "r"}),
+    "role-null": plain({"role": None, "content": "r"}),
+    "role-missing": plain({"content": "r"}),
+    "message-list": plain([{"role": "user", "content": "l"}]),
+    "message-string": plain("a string"),
+    "message-number": plain(42),
+    "message-true": plain(True),
+    "message-false": plain(False),
+    "message-empty-object": plain({}),
+    # pi throws (TypeError: Cannot read properties of null); the store reads it as no message
+    "message-null": Variant(message_entry(None), ABSENT, False),
+    "timestamp-1e309-as-digits": Variant(user_x(INF_DIGITS), {"role": "user", "content": "hi x", "timestamp": None},
+                                         True),
+    "timestamp-5000-digits": Variant(user_x(LONG_DIGITS), {"role": "user", "content": "hi x", "timestamp": None},
+                                     True),
+    "entry-timestamp-1e309-as-digits": Variant(
+        with_number(json.dumps({"type": "message", "id": "x", "parentId": "u1", "timestamp": "@N", "message": {
+            "role": "user", "content": "hi x", "timestamp": 1735689601000}}), INF_DIGITS),
+        {"role": "user", "content": "hi x", "timestamp": 1735689601000}, True),
+    "usage-huge-floats": Variant(
+        assistant({**USAGE, "cacheRead": 1.797e308, "output": 1.797e308}),
+        json.loads(assistant({**USAGE, "cacheRead": 1.797e308, "output": 1.797e308}))["message"], True,
+        {"tokens": {"input": 1, "output": 1.797e308, "cacheRead": 1.797e308, "cacheWrite": 0, "total": None},
+         "cost": 0}),
+    "usage-integer-beyond-64-bits": Variant(
+        assistant({**USAGE, "output": 10**30}),
+        {**json.loads(assistant(USAGE))["message"], "usage": {**USAGE, "output": 1e30}}, True,
+        {"tokens": {"input": 1, "output": 1e30, "cacheRead": 0, "cacheWrite": 0, "total": 1e30}, "cost": 0}),
+    "usage-huge-cost": Variant(
+        assistant({**USAGE, "cost": {**USAGE["cost"], "input": 1.797e308, "total": 1.797e308}}),
+        json.loads(assistant({**USAGE, "cost": {**USAGE["cost"], "input": 1.797e308, "total": 1.797e308}}))["message"],
+        True, {"tokens": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "total": 2}, "cost": 1.797e308}),
+}
+
+HEADER = {"type": "session", "version": 3, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+U1 = user("u1", None)
+U2 = user("u2", "x")
+
+
+def session_id(name: str) -> str:
+    return f"hv-{name}"
+
+
+def session_file(directory: Path, name: str) -> Path:
+    path = directory / f"{name}.jsonl"
+    lines = [json.dumps({**HEADER, "id": session_id(name)}), json.dumps(U1), VARIANTS[name].line, json.dumps(U2)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def invoke(db_url: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", db_url, *args], catch_exceptions=False)
+
+
+def crashed(result: Result) -> str | None:
+    """Why ``result`` is a crash (a traceback, an internal error, an exit status above 2), or None."""
+    text = result.stdout + result.stderr
+    if "Traceback" in text or "internal error" in text or result.exit_code not in (0, 1, 2):
+        return f"exit {result.exit_code}: {result.stderr.strip()[-300:]}"
+    return None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    url: str
+    directory: Path
+    imports: dict[str, Result]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
+    """One SQLite database holding every variant, each imported once (strictly: pi loads them all)."""
+    directory = tmp_path_factory.mktemp("hostile-values")
+    url = f"sqlite:///{directory / 'sessions.db'}"
+    imports = {name: invoke(url, "import", str(session_file(directory, name))) for name in VARIANTS}
+    return Corpus(url, directory, imports)
+
+
+def expected_context(variant: Variant) -> tuple[list[Any], list[Any]]:
+    u1, u2 = U1["message"], U2["message"]
+    shown = [] if variant.shown is ABSENT else [variant.shown]
+    return [u1, *shown, u2], [u1, *(shown if variant.sent else []), u2]
+
+
+Check = Callable[[Result], str | None]
+
+
+def read_commands(name: str, directory: Path) -> dict[str, tuple[list[str], Check]]:
+    """Every read command on the variant's session, and what its output must be (None: as expected)."""
+    sid = session_id(name)
+    variant = VARIANTS[name]
+    messages, llm = expected_context(variant)
+    source = (directory / f"{name}.jsonl").read_bytes()
+
+    def ok(result: Result) -> str | None:
+        return None if result.exit_code == 0 else f"exit {result.exit_code}: {result.stderr.strip()}"
+
+    def context_json(result: Result) -> str | None:
+        if result.exit_code != 0:
+            return ok(result)
+        out = json.loads(result.stdout)
+        if (out["messages"], out["llm"]) != (messages, llm):
+            return f"context --json: messages {out['messages']}, llm {out['llm']}; pi: {messages}, {llm}"
+        return None
+
+    def context_text(result: Result) -> str | None:
+        lines = result.stdout.splitlines()
+        if result.exit_code != 0 or f"{len(messages)} messages, {len(llm)} sent to the model" not in lines:
+            return f"exit {result.exit_code}: {result.stdout[:400]} {result.stderr}"
+        if "{'" in result.stdout or "['" in result.stdout:
+            return f"a Python repr in the text: {result.stdout[:400]}"
+        return None
+
+    def payload(result: Result) -> str | None:
+        # pi-ai builds a payload for every one; a message the builders must not take is refused, one line
+        if result.exit_code == 0:
+            body = json.loads(result.stdout)
+            return None if isinstance(body.get("messages") or body.get("input"), list) else f"payload {body}"
+        lines = result.stderr.splitlines()
+        if result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: messages["):
+            return None
+        return f"exit {result.exit_code}: {result.stderr}"
+
+    def validate(result: Result) -> str | None:
+        return None if result.exit_code in (0, 1) else f"exit {result.exit_code}: {result.stderr}"
+
+    def show(result: Result) -> str | None:
+        if result.exit_code != 0:
+            return ok(result)
+        entry = json.loads(result.stdout)
+        if variant.shown is not ABSENT and entry.get("message") != variant.shown:
+            return f"show: {entry.get('message')!r}, pi {variant.shown!r}"
+        return None
+
+    def stats_json(result: Result) -> str | None:
+        if result.exit_code != 0:
+            return ok(result)
+        out = json.loads(result.stdout)
+        differ = {key: (out.get(key), pi) for key, pi in variant.stats.items() if out.get(key) != pi}
+        return f"stats --json differs from pi (ours, pi): {differ}" if differ else None
+
+    def export(result: Result) -> str | None:
+        if result.exit_code != 0:
+            return ok(result)
+        return None if result.stdout_bytes == source else "export is not the file byte for byte"
+
+    def listed(result: Result) -> str | None:
+        if result.exit_code != 0:
+            return ok(result)
+        rows = json.loads(result.stdout)
+        return None if sid in [row["id"] for row in rows] else f"{sid} not listed"
+
+    payload_args = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.2", "openrouter": "openai/gpt-4.1"}
+    commands: dict[str, tuple[list[str], Check]] = {
+        "context": (["context", sid], context_text),
+        "context --json": (["context", sid, "--json"], context_json),
+        "context --provider-safe --json": (["context", sid, "--provider-safe", "--json"], ok),
+        **{f"context --payload {provider}": (["context", sid, "--payload", "--provider", provider, "--model", model],
+                                             payload) for provider, model in payload_args.items()},
+        "validate": (["validate", sid], validate),
+        "validate --json": (["validate", sid, "--json"], validate),
+        "tree": (["tree", sid], ok),
+        "tree --json": (["tree", sid, "--json"], ok),
+        "show": (["show", sid, "x"], show),
+        "stats": (["stats", sid], ok),
+        "stats --json": (["stats", sid, "--json"], stats_json),
+        "export": (["export", sid], export),
+        "export --html": (["export", sid, "--html"], ok),
+        "search": (["search", "hi"], ok),
+        "search --json": (["search", "hi", "--json"], ok),
+        "ls": (["ls"], ok),
+        "ls --json": (["ls", "--json"], listed),
+    }
+    return commands
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_every_read_command_reads_a_hostile_value_as_pi_does(corpus: Corpus, name: str) -> None:
+    imported = corpus.imports[name]
+    assert imported.exit_code == 0 and crashed(imported) is None, imported.stderr
+    problems = []
+    for label, (args, check) in read_commands(name, corpus.directory).items():
+        result = invoke(corpus.url, *args)
+        problem = crashed(result) or check(result)
+        if problem is not None:
+            problems.append(f"{label}: {problem}")
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_a_hostile_value_imports_strictly_and_leniently_and_its_context_reads_on_both_backends(
+    db_url: str, tmp_path: Path, name: str
+) -> None:
+    path = session_file(tmp_path, name)
+    for flags in ([], ["--lenient", "--replace"]):
+        result = invoke(db_url, "import", *flags, str(path))
+        assert result.exit_code == 0 and crashed(result) is None, (flags, result.stderr)
+        assert result.stderr == "", result.stderr  # nothing skipped: pi loads every line
+    context = invoke(db_url, "context", session_id(name), "--json")
+    assert crashed(context) is None and context.exit_code == 0, context.stderr
+    out = json.loads(context.stdout)
+    assert (out["messages"], out["llm"]) == expected_context(VARIANTS[name])
+    text = invoke(db_url, "context", session_id(name))
+    assert crashed(text) is None and text.exit_code == 0, text.stderr
