@@ -67,6 +67,11 @@ class Variant:
     """Whether ``convertToLlm`` sends it (then as :attr:`shown`)."""
     stats: Json = field(default_factory=dict)
     """Fields of pi's ``getSessionStats`` (``stats --json``) to compare."""
+    modified: str | None = "2025-01-01T00:00:01.000Z"
+    """pi's ``modified`` of the listed session (``SessionManager.listAll``), ``None`` for an Invalid Date."""
+
+
+ASSISTANT_AT = "2025-01-01T00:00:02.000Z"
 
 
 def plain(message: Any, *, sent: bool = False) -> Variant:
@@ -87,8 +92,12 @@ VARIANTS: dict[str, Variant] = {
     "message-empty-object": plain({}),
     # pi throws (TypeError: Cannot read properties of null); the store reads it as no message
     "message-null": Variant(message_entry(None), ABSENT, False),
+    # pi's last activity is the latest raw timestamp, Infinity: its modified is an Invalid Date
     "timestamp-1e309-as-digits": Variant(user_x(INF_DIGITS), {"role": "user", "content": "hi x", "timestamp": None},
-                                         True),
+                                         True, modified=None),
+    "timestamp-past-the-last-date": Variant(user_x("10000000000000000"),
+                                            {"role": "user", "content": "hi x", "timestamp": 10**16}, True,
+                                            modified=None),
     "timestamp-5000-digits": Variant(user_x(LONG_DIGITS), {"role": "user", "content": "hi x", "timestamp": None},
                                      True),
     "entry-timestamp-1e309-as-digits": Variant(
@@ -99,15 +108,17 @@ VARIANTS: dict[str, Variant] = {
         assistant({**USAGE, "cacheRead": 1.797e308, "output": 1.797e308}),
         json.loads(assistant({**USAGE, "cacheRead": 1.797e308, "output": 1.797e308}))["message"], True,
         {"tokens": {"input": 1, "output": 1.797e308, "cacheRead": 1.797e308, "cacheWrite": 0, "total": None},
-         "cost": 0}),
+         "cost": 0}, modified=ASSISTANT_AT),
     "usage-integer-beyond-64-bits": Variant(
         assistant({**USAGE, "output": 10**30}),
         {**json.loads(assistant(USAGE))["message"], "usage": {**USAGE, "output": 1e30}}, True,
-        {"tokens": {"input": 1, "output": 1e30, "cacheRead": 0, "cacheWrite": 0, "total": 1e30}, "cost": 0}),
+        {"tokens": {"input": 1, "output": 1e30, "cacheRead": 0, "cacheWrite": 0, "total": 1e30}, "cost": 0},
+        modified=ASSISTANT_AT),
     "usage-huge-cost": Variant(
         assistant({**USAGE, "cost": {**USAGE["cost"], "input": 1.797e308, "total": 1.797e308}}),
         json.loads(assistant({**USAGE, "cost": {**USAGE["cost"], "input": 1.797e308, "total": 1.797e308}}))["message"],
-        True, {"tokens": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "total": 2}, "cost": 1.797e308}),
+        True, {"tokens": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "total": 2}, "cost": 1.797e308},
+        modified=ASSISTANT_AT),
 }
 
 HEADER = {"type": "session", "version": 3, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
@@ -225,8 +236,10 @@ def read_commands(name: str, directory: Path) -> dict[str, tuple[list[str], Chec
     def listed(result: Result) -> str | None:
         if result.exit_code != 0:
             return ok(result)
-        rows = json.loads(result.stdout)
-        return None if sid in [row["id"] for row in rows] else f"{sid} not listed"
+        row = next((row for row in json.loads(result.stdout) if row["id"] == sid), None)
+        if row is None:
+            return f"{sid} not listed"
+        return None if row["modified"] == variant.modified else f"modified {row['modified']}, pi {variant.modified}"
 
     payload_args = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.2", "openrouter": "openai/gpt-4.1"}
     commands: dict[str, tuple[list[str], Check]] = {

@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.cli.main import cli
+from sessionstore.models import js
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumps
-from tests.differential.oracle import ORACLE_TIMEOUT_S, Oracle
+from tests.differential.oracle import ORACLE_TIMEOUT_S, Oracle, list_dirs
 from tests.differential.test_stats_against_pi import run_stats_oracle
 from tests.test_cli_hostile_values import INF_DIGITS, LONG_DIGITS, VARIANTS, expected_context, session_file, session_id
 
@@ -76,6 +77,25 @@ def test_stats_of_huge_usage_are_pis(sqlite_url: str, oracle: Oracle, corpus_fil
         text = runner.invoke(cli, ["--db", sqlite_url, "stats", session_id(name)]).stdout
         pi_tokens = pi["text"].split("\n\nTokens\n", 1)[1]
         assert pi_tokens.rstrip() in text, (pi_tokens, text)
+
+
+def test_ls_lists_the_hostile_sessions_as_pi_lists_them(
+    sqlite_url: str, oracle: Oracle, corpus_files: dict[str, Path]
+) -> None:
+    directory = next(iter(corpus_files.values())).parent
+    pi_rows = list_dirs(oracle, [directory])[directory]
+    runner = CliRunner()
+    for path in corpus_files.values():
+        runner.invoke(cli, ["--db", sqlite_url, "import", str(path)], catch_exceptions=False)
+    ours = {row["id"]: row for row in json.loads(runner.invoke(cli, ["--db", sqlite_url, "ls", "--json"]).stdout)}
+    by_name = {session_id(name): variant for name, variant in VARIANTS.items()}
+    assert len(pi_rows) >= len(VARIANTS) - 1  # pi drops the file whose message is null (it throws)
+    for row in pi_rows:
+        modified = None if row["modified"] is None else js.iso_string(row["modified"])
+        mine = ours[row["id"]]
+        assert (mine["modified"], mine["messageCount"], mine["firstMessage"]) == (
+            modified, row["messageCount"], row["firstMessage"]), row["id"]
+        assert by_name[row["id"]].modified == modified  # what the plain test records
 
 
 NUMBER_LINES = [
