@@ -148,7 +148,7 @@ class ProviderSafe:
 
     def _close_pending(self, out: list[Json]) -> None:
         for call, owner, source, entry_id in self._pending:
-            if call.get("id") in self._answered:
+            if js.set_key(call.get("id")) in self._answered:
                 continue
             out.append(
                 {
@@ -201,7 +201,7 @@ class ProviderSafe:
                 self._answered.clear()
             out.append(message)
         elif role == "toolResult":
-            self._answered.add(message.get("toolCallId"))
+            self._answered.add(js.set_key(message.get("toolCallId")))  # pi-ai's Set of result ids
             out.append(message)
         elif role == "system" and self._pending:
             self._held.append(message)
