@@ -66,3 +66,22 @@ def test_a_timestamp_read_as_infinity_is_named_so_by_validate() -> None:
 ])
 def test_to_locale_string_of_numbers_beyond_28_digits(value: float, text: str) -> None:
     assert js_locale(value) == text  # (pi_stats.mjs formats: (1.797e308).toLocaleString())
+
+
+@pytest.mark.parametrize(("number", "text"), [
+    (10**30, b"1e+30"), (2**64, b"18446744073709552000"), (10**400, b"null"), (-(10**5000), b"null"),
+], ids=["10**30", "2**64", "10**400", "-10**5000"])
+def test_an_integer_beyond_64_bits_is_written_as_json_stringify_writes_the_double_pi_reads(
+    number: int, text: bytes
+) -> None:
+    assert dump_line({"n": number}) == b'{"n":' + text + b"}\n"
+    assert dump_line({"n": number, "s": "\ud800"}) == b'{"n":' + text + b',"s":"\\ud800"}\n'
+
+
+def test_an_api_append_of_an_integer_of_5000_digits_is_stored_as_pi_reads_it(sqlite_url: str) -> None:
+    from sessionstore.api import SessionStore
+
+    with SessionStore(sqlite_url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_custom(sid, "t", {"v": 10**5000, "w": 10**30})
+        assert store.entries(sid)[-1]["data"] == {"v": None, "w": 1e30}

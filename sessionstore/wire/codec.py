@@ -13,6 +13,7 @@ import orjson
 
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.js import js_number
+from sessionstore.wire.jsjson import js_dumpb
 
 
 class LineRefused(ValueError):
@@ -214,46 +215,23 @@ def _check_keys(value: Any) -> None:
             stack.extend(item)
 
 
-def _finite(value: Any) -> Any:
-    """A copy of ``value`` with NaN and infinities as ``None`` (what ``JSON.stringify`` writes)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def dump_line(obj: Any, *, finite_only: bool = False) -> bytes:
     """One JSONL line as pi writes it (``JSON.stringify``: compact, UTF-8, no ASCII escaping, JS numbers).
 
     Floats that JavaScript writes differently ("5.0" -> 5, "9e-6" -> 0.000009) are found by walking the
     containers, not by scanning the text (long tool results hold no numbers; a text scan cost ~20 us per
     KB), and written as JavaScript does with ``orjson.Fragment``. What orjson refuses (integers beyond
-    64 bits, lone surrogates) goes through ``json`` and a scan of its text. NaN and infinities are
-    written as ``null``, as JavaScript writes them, unless ``finite_only`` (then ``ValueError``)."""
+    64 bits, lone surrogates) is written by :func:`~sessionstore.wire.jsjson.js_dumpb`: an integer as
+    the double pi reads (``10**30`` is ``1e+30``, one beyond the double range ``null``). NaN and
+    infinities are written as ``null``, as JavaScript writes them, unless ``finite_only`` (then
+    ``ValueError``)."""
     try:
         out = orjson.dumps(obj)  # first: it refuses cycles and nesting past its limit before any walk
         if _has_js_diff(obj, finite_only):
             out = orjson.dumps(_with_js_floats(obj))
     except TypeError:
         _check_keys(obj)
-        try:
-            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except ValueError as exc:
-            if finite_only or "circular" in str(exc).lower():
-                raise
-            text = json.dumps(_finite(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        out = _LONE_SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
-        if _MAYBE_JS_DIFF.search(out):
-            out = _to_js_numbers(out)
+        if finite_only:
+            _has_js_diff(obj, finite_only)
+        out = js_dumpb(obj)  # JSON.stringify's text: no str() of an integer, whatever its digits
     return out + b"\n"
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    """A lone surrogate as ``JSON.stringify`` writes it (well-formed JSON.stringify, ES2019)."""
-    return f"\\u{ord(match.group()):04x}"
