@@ -14,6 +14,8 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sessionstore.models.js import json_type
+from sessionstore.models.roles import role_of
 from sessionstore.wire.jsjson import js_dumps
 
 if TYPE_CHECKING:
@@ -79,48 +81,73 @@ def _blocks(content: Any, limit: int | None) -> list[str]:
             continue
         kind = block.get("type")
         if kind == "text":
-            lines.append(clip(str(block.get("text", "")), limit))
+            lines.append(clip(text_of(block.get("text", "")), limit))
         elif kind == "thinking":
-            lines.append("(thinking) " + clip(str(block.get("thinking", "")), limit))
+            lines.append("(thinking) " + clip(text_of(block.get("thinking", "")), limit))
         elif kind == "toolCall":
             args = js_dumps(block.get("arguments"))
-            lines.append(f"→ {block.get('name')}({clip(args, limit)})  [call {block.get('id')}]")
+            lines.append(f"→ {shown(block.get('name'))}({clip(args, limit)})  [call {shown(block.get('id'))}]")
         elif kind == "image":
-            lines.append(f"<image {block.get('mimeType')}>")
+            lines.append(f"<image {shown(block.get('mimeType'))}>")
         else:
-            lines.append(f"<{kind}>")
+            lines.append(f"<{shown(kind)}>")
     return lines
 
 
 def shown(value: Any) -> str:
     """A value in text output: ``-`` for one that is missing (never Python's ``None``)."""
-    return "-" if value is None else str(value)
+    return "-" if value is None else text_of(value)
 
 
-def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
-    role = message.get("role")
+def text_of(value: Any) -> str:
+    """A value of the session's data as text: a string as it is, anything else as its JSON (a role, a
+    name or a text that is an object reads as JSON, never as a Python repr)."""
+    return value if isinstance(value, str) else js_dumps(value)
+
+
+def role_label(message: Any) -> str:
+    """How text output names a message's role: the role when it is a string, else its JSON, and a
+    message that is not an object (pi keeps it in the context, and sends nothing of it) by its type."""
+    if not isinstance(message, Mapping):
+        return f"({json_type(message)}, not a message)"
+    if "role" not in message:
+        return "(no role)"
+    role = message["role"]
+    return role if isinstance(role, str) else js_dumps(role)
+
+
+def _quoted(value: Any) -> str:
+    """A label or name as text output quotes it (a string as Python's repr, else its JSON)."""
+    return repr(value) if isinstance(value, str) else js_dumps(value)
+
+
+def message_lines(message: Any, limit: int | None) -> list[str]:
+    """A message's head line and indented body (a message that is not an object: its JSON)."""
+    if not isinstance(message, Mapping):
+        return [role_label(message), "    " + clip(js_dumps(message), limit)]
+    role = role_of(message)
     if role == "assistant":
         head = (f"assistant ({shown(message.get('provider'))}/{shown(message.get('model'))},"
                 f" stop: {shown(message.get('stopReason'))})")
         body = _blocks(message.get("content"), limit)
         if message.get("errorMessage"):
-            body.append(f"error: {message['errorMessage']}")
+            body.append(f"error: {text_of(message['errorMessage'])}")
     elif role == "toolResult":
         head = f"toolResult {shown(message.get('toolName'))} [call {shown(message.get('toolCallId'))}]" + (
             " (error)" if message.get("isError") else ""
         )
         body = _blocks(message.get("content"), limit)
     elif role == "bashExecution":
-        head = f"bashExecution $ {message.get('command')} (exit {message.get('exitCode')})"
-        body = [clip(str(message.get("output", "")), limit)]
+        head = f"bashExecution $ {shown(message.get('command'))} (exit {shown(message.get('exitCode'))})"
+        body = [clip(text_of(message.get("output", "")), limit)]
     elif role in ("compactionSummary", "branchSummary"):
         head = str(role)
-        body = [clip(str(message.get("summary", "")), limit)]
+        body = [clip(text_of(message.get("summary", "")), limit)]
     elif role == "custom":
-        head = f"custom {message.get('customType')}"
+        head = f"custom {shown(message.get('customType'))}"
         body = _blocks(message.get("content"), limit)
     else:
-        head = str(role)
+        head = role_label(message)
         body = _blocks(message.get("content"), limit)
     return [head] + ["    " + line.replace("\n", "\n    ") for line in body]
 
@@ -192,10 +219,9 @@ def describe_entry(entry: dict[str, Any]) -> str:
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        message = message if isinstance(message, dict) else {}
-        role = message.get("role")
+        head = role_label(message)
         text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
-        return f"{role}: {text}" if text else str(role)
+        return f"{head}: {text}" if text else head
     if kind == "model_change":
         return f"model → {shown(entry.get('provider'))}/{shown(entry.get('modelId'))}"
     if kind == "thinking_level_change":
@@ -204,17 +230,17 @@ def describe_entry(entry: dict[str, Any]) -> str:
         return (f"compaction (keeps from {shown(entry.get('firstKeptEntryId'))},"
                 f" {shown(entry.get('tokensBefore'))} tokens before)")
     if kind == "branch_summary":
-        return f"branch summary (from {shown(entry.get('fromId'))}): {clip(str(entry.get('summary', '')), 60)}"
+        return f"branch summary (from {shown(entry.get('fromId'))}): {clip(text_of(entry.get('summary', '')), 60)}"
     if kind == "label":
         label, target = entry.get("label"), shown(entry.get("targetId"))
-        return f"label {target} cleared" if label is None else f"label {target} = {label!r}"
+        return f"label {target} cleared" if label is None else f"label {target} = {_quoted(label)}"
     if kind == "session_info":
-        return "name cleared" if entry.get("name") is None else f"name = {entry.get('name')!r}"
+        return "name cleared" if entry.get("name") is None else f"name = {_quoted(entry.get('name'))}"
     if kind == "custom":
         return f"custom {shown(entry.get('customType'))}"
     if kind == "custom_message":
         return f"custom message {shown(entry.get('customType'))}"
-    return str(kind)
+    return shown(kind)
 
 
 FOLD_AT = 8
