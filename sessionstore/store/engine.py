@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
     from sessionstore.store.backend import Backend
 
-__all__ = ["PAGE_SIZE", "WRITE", "Durability", "make_engine", "open_backend", "open_current_sqlite",
+__all__ = ["PAGE_SIZE", "WRITE", "WRITE_OPTION", "Durability", "make_engine", "open_backend", "open_current_sqlite",
            "upgrades_on_open"]
-WRITE = {"sessionstore_write": True}
+WRITE_OPTION = "sessionstore_write"
+WRITE = {WRITE_OPTION: True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
 
 
@@ -108,7 +109,7 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        write = conn.get_execution_options().get("sessionstore_write", False)
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
