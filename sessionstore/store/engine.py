@@ -34,18 +34,34 @@ WRITE = {WRITE_OPTION: True}
 
 def create_private_file(path: Path) -> None:
     """Create the SQLite file ``path`` readable and writable by its owner only (``0600``), in a directory
-    created ``0700`` when missing, before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files
-    the database file's mode). An existing file, and its mode, are left as they are."""
+    created ``0700`` when missing (each missing parent too), before SQLite opens it (SQLite gives its
+    ``-wal`` and ``-shm`` files the database file's mode). An existing file, and its mode, are left as
+    they are, as are existing directories."""
     if path.is_dir():
         raise InvalidInputError(f"{path} is a directory, not a SQLite database file")
     if path.exists():
         return
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:  # another process created it meanwhile, or a dangling symlink: SQLite decides
         return
     os.close(fd)
+
+
+def _make_private_dirs(folder: Path) -> None:
+    """``folder`` and its missing parents, each ``0700`` (``Path.mkdir(parents=True)`` gives the parents
+    the umask's mode: ``0777`` under umask 000)."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            if not made.is_dir():
+                raise
 
 
 def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False) -> Engine:
