@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessionstore.errors import BackendUnavailableError, InvalidInputError
+from sessionstore.errors import BackendUnavailableError, InvalidInputError, StoreError
 from sessionstore.store.sqlite_file import PAGE_SIZE, Durability, check_durability, configure_connection, open_current
 
 if TYPE_CHECKING:
@@ -64,8 +64,13 @@ def _make_private_dirs(folder: Path) -> None:
                 raise
 
 
-def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False) -> Engine:
+def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False,
+                create: bool = True) -> Engine:
     """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore.
+
+    ``create=False``: a SQLite file that does not exist raises :class:`StoreError` naming its absolute
+    path, and nothing is created (``create=True`` makes the file and its folders, see
+    :func:`create_private_file`).
 
     ``on_event_loop`` (PostgreSQL only): the blocking face of an async engine, whose pool holds psycopg's
     ``AsyncConnection`` objects; every use of it must run under SQLAlchemy's ``greenlet_spawn`` on the
@@ -109,7 +114,10 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
         )
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
-        create_private_file(Path(database).expanduser())
+        if create:
+            create_private_file(Path(database).expanduser())
+        elif not Path(database).expanduser().exists():
+            raise StoreError(f"no such database file: {Path(database).expanduser().absolute()}")
     try:
         # No rollback when a connection returns to the pool: every transaction on it ends with a commit
         # or a rollback before it is given back (the backend's, and SQLAlchemy's own Connection).

@@ -286,19 +286,20 @@ def check(conn: Connection) -> None:
     )
 
 
-def ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
-    """Check the schema on open; with ``auto_upgrade`` a new or older database is upgraded."""
+def ensure_schema(engine: Engine, *, auto_upgrade: bool, create: bool = True) -> None:
+    """Check the schema on open; with ``auto_upgrade`` an older database is upgraded, and a new one
+    gets the schema unless ``create`` is false (then it raises :class:`SchemaError`)."""
     with _translated():
-        _ensure_schema(engine, auto_upgrade=auto_upgrade)
+        _ensure_schema(engine, auto_upgrade=auto_upgrade, create=create)
 
 
-def _ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
+def _ensure_schema(engine: Engine, *, auto_upgrade: bool, create: bool) -> None:
     with engine.connect() as conn:
         current = current_revision(conn)
         conn.rollback()
     if current == SCHEMA_REVISION:
         return
-    if auto_upgrade:
+    if auto_upgrade and (create or current is not None):
         with engine.connect() as conn:
             try:
                 check(conn)
