@@ -137,10 +137,13 @@ class SessionStore:
     a crash of the machine; ``"normal"`` (SQLite) may lose the last appends on power loss, never
     corrupt the file. SQLite databases that are new or behind are upgraded on open; PostgreSQL
     schemas only by ``sessionstore db upgrade`` (an outdated one raises ``SchemaError``).
+    ``create=False`` opens only an existing database: a missing SQLite file raises ``StoreError`` naming
+    it, one without a schema ``SchemaError``, and nothing is created (what a reader wants).
     """
 
-    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None) -> None:
-        self._entries = EntryStore(url, durability=durability, upgrade=upgrade)
+    def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
+                 create: bool = True) -> None:
+        self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create)
         self.url = self._entries.url
 
     @classmethod

@@ -213,7 +213,12 @@ def test_a_database_in_a_read_only_directory_is_one_line_saying_why(command: lis
         result = run_subprocess("--db", f"sqlite:///{path}", *command, prefix=prefix)
         assert_one_error_line(result, str(path), "not writable", "x.db-wal")
         new = run_subprocess("--db", f"sqlite:///{directory / 'new.db'}", *command, prefix=prefix)
-        assert_one_error_line(new, str(directory / "new.db"), "ermission denied")
+        if command[:2] == ["db", "current"]:  # a missing database has no revision, and is not created
+            assert (new.exit_code, new.stdout) == (0, "none\n")
+        else:
+            reads = command[0] == "ls" or command[:2] == ["db", "check"]  # reads never create
+            assert_one_error_line(new, str(directory / "new.db"),
+                                  "no such database file" if reads else "ermission denied")
     finally:
         os.chmod(directory, 0o755)
 
@@ -254,6 +259,7 @@ def test_an_unexpected_error_in_a_command_is_reported_as_internal(sqlite_url: st
         raise LookupError("no such thing\nsecond line")
 
     monkeypatch.setattr(cli_main.render, "render_sessions", broken)
+    SessionStore(sqlite_url).close()  # (a read of a missing database is refused before rendering)
     line = assert_one_error_line(invoke("--db", sqlite_url, "ls"))
     assert line == "error: internal error: LookupError: no such thing second line (please report this with the" \
                    " command you ran)"
@@ -264,6 +270,7 @@ def test_an_error_while_closing_the_store_is_one_line(sqlite_url: str, monkeypat
         raise OSError("disk went away")
 
     monkeypatch.setattr(cli_main.Ctx, "close", broken_close)
+    SessionStore(sqlite_url).close()
     assert_one_error_line(invoke("--db", sqlite_url, "ls"), "disk went away")
     # a command that failed already reports its own failure, not the one of closing
     assert_one_error_line(invoke("--db", sqlite_url, "context", "nosuch"), "no session")
@@ -274,6 +281,7 @@ def test_an_interrupt_exits_130_with_one_line(sqlite_url: str, monkeypatch: pyte
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli_main.render, "render_sessions", interrupted)
+    SessionStore(sqlite_url).close()
     result = invoke("--db", sqlite_url, "ls")
     assert result.exit_code == 130 and result.stderr == "error: interrupted\n"
 
@@ -492,6 +500,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
 
 def test_a_closed_stdout_is_one_line(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 's.db'}"
+    SessionStore(url).close()
     code = "import sys; from sessionstore.cli import main; sys.argv[0] = 'sessionstore'; main()"
     done = subprocess.run(f'"{sys.executable}" -c "{code}" --db "{url}" ls >&-', shell=True, capture_output=True,
                           timeout=120, check=False)

@@ -472,8 +472,8 @@ def test_a_taken_entry_id_is_refused_with_sqlites_own_message_for_the_unique_ind
         with pytest.raises(Exception) as refused, engine.begin() as conn:
             conn.execute(text(
                 "INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth, ctx_depth,"
-                " type, payload) SELECT key, 99, 'a', NULL, 99, 0, 0, 'custom', '{}' FROM sessionstore_sessions"
-                " WHERE id = 'branched-2'"))
+                " type, payload) SELECT key, entry_count, 'a', NULL, entry_count, 0, 0, 'custom', '{}'"
+                " FROM sessionstore_sessions WHERE id = 'branched-2'"))  # at the next seq, as the store appends
         assert "UNIQUE constraint failed: sessionstore_entries.session_key, sessionstore_entries.entry_id" in str(
             refused.value)
     finally:
@@ -689,3 +689,36 @@ def test_revision_0011_adds_the_deleted_sources_and_downgrade_drops_them(engine:
     with engine.connect() as conn:
         assert "sessionstore_deleted_sources" not in inspect(conn).get_table_names()
     migrate.upgrade(engine)
+
+
+def test_revision_0012_keeps_new_entries_at_the_end_and_the_header_fixed_and_downgrade_lifts_it(
+        engine: Engine) -> None:
+    """A database at 0011 accepts an entry at seq -5 and an UPDATE of a header; after 0012 both are
+    refused (the store's own appends go on), and downgrading to 0011 lifts the refusal again."""
+    from alembic import command
+
+    from sessionstore.api import SessionStore
+    from tests.builders import user
+
+    url = engine.url.render_as_string(hide_password=False)
+    migrate.upgrade(engine)
+    with SessionStore(url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, user("a"))
+    forged = ("INSERT INTO sessionstore_entries (session_key, seq, entry_id, run_start, depth, ctx_depth, type,"
+              " payload) SELECT session_key, -5, :eid, -5, 0, 0, type, payload FROM sessionstore_entries"
+              " WHERE seq = 0")
+    header = "UPDATE sessionstore_sessions SET header = '{\"type\": \"session\", \"id\": \"x\"}', cwd = '/x'"
+    for statement, params in ((forged, {"eid": "forged"}), (header, {})):
+        with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
+            conn.execute(text(statement), params)
+    config = migrate.alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0011")
+    with engine.begin() as conn:
+        conn.execute(text(forged), {"eid": "forged"})
+        conn.execute(text(header))
+    assert migrate.upgrade(engine) == SCHEMA_REVISION
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT min(seq) FROM sessionstore_entries")).scalar_one() == -5

@@ -58,4 +58,15 @@ def test_the_default_database_lives_in_a_private_directory(tmp_path: Path, monke
     result = CliRunner().invoke(cli, ["new", "--cwd", "/w"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
-    assert mode(tmp_path / "data") == 0o777  # a parent it had to make too gets the usual mode
+    assert mode(tmp_path / "data") == 0o700  # a parent it had to make too
+
+
+def test_every_folder_the_store_makes_for_a_new_file_is_0700_and_existing_ones_keep_their_mode(
+        tmp_path: Path) -> None:
+    """Under umask 000 the missing parents were 0777 (only the innermost folder was 0700)."""
+    tmp_path.chmod(0o755)
+    path = tmp_path / "a" / "b" / "c" / "sessions.db"
+    with SessionStore(f"sqlite:///{path}") as store:
+        store.create_session(cwd="/w")
+    assert [mode(folder) for folder in (path.parent, path.parent.parent, path.parent.parent.parent)] == [0o700] * 3
+    assert mode(tmp_path) == 0o755 and mode(path) == 0o600

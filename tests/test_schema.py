@@ -130,7 +130,7 @@ def test_db_commands_report_and_upgrade_the_schema(tmp_path: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(cli, ["--db", url, "db", "current"]).output.strip() == "none"
     checked = runner.invoke(cli, ["--db", url, "db", "check"])
-    assert checked.exit_code == 2 and "db upgrade" in checked.stderr
+    assert checked.exit_code == 2 and "no such database file" in checked.stderr  # (and none was created)
     upgraded = runner.invoke(cli, ["--db", url, "db", "upgrade"])
     assert upgraded.output.strip() == f"created the schema at {SCHEMA_REVISION}"
     assert runner.invoke(cli, ["--db", url, "db", "check"]).exit_code == 0
@@ -464,6 +464,18 @@ _ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
         *_DELETE_A_LEAF,
         "MERGE INTO sessionstore_sessions t USING (SELECT CAST(:sid AS text) AS id) s ON t.id = s.id"
         " WHEN MATCHED THEN UPDATE SET deleting = FALSE"]),
+    # Revision 0012: a new entry only at the end (an integer seq, the next one); the header fixed.
+    # (A root, its run starting at itself: every other constraint of the row holds.)
+    **{f"INSERT a forged entry at seq {seq}": (backends, [
+        f"INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth, ctx_depth, type,"
+        f" payload) SELECT key, {seq}, 'forged', NULL, {seq}, 0, 0, 'message', {_SWAPPED}"
+        f" FROM sessionstore_sessions WHERE id = :sid"])
+       for seq, backends in (("1.5", _SQLITE), ("4.5", _SQLITE), ("'abc'", _SQLITE), ("-5", _BOTH), ("50", _BOTH))},
+    **{f"UPDATE the session's {column}": (_BOTH, [
+        f"UPDATE sessionstore_sessions SET {column} = {value} WHERE id = :sid"])
+       for column, value in (("header", "'{\"type\": \"session\", \"version\": 3, \"id\": \"forged\"}'"),
+                             ("cwd", "'/forged'"), ("version", "2"), ("created", "'2020-01-01T00:00:00.000Z'"),
+                             ("parent_session", "'/forged.jsonl'"))},
     "TRUNCATE entries": (_POSTGRESQL, ["TRUNCATE sessionstore_entries"]),
     "TRUNCATE sessions CASCADE": (_POSTGRESQL, ["TRUNCATE sessionstore_sessions CASCADE"]),
 }
@@ -605,7 +617,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0011"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0012"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:

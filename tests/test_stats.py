@@ -315,8 +315,9 @@ def test_cli_stats_all_with_filters_and_groups(run: Any) -> None:
     (("",), "an empty session id"),
     (("--all", "--cwd", "\udcff"), "not valid UTF-8"),
 ])
-def test_cli_stats_refuses_bad_input_in_one_line_without_a_traceback(run: Any, args: tuple[str, ...],
-                                                                     message: str) -> None:
+def test_cli_stats_refuses_bad_input_in_one_line_without_a_traceback(run: Any, store: SessionStore,
+                                                                     args: tuple[str, ...], message: str) -> None:
+    # (store: the database exists; stats only reads, and a read of a missing database is refused first)
     done = run("stats", *args)
     assert done.exit_code == 2
     assert message in done.stderr and "Traceback" not in done.stderr

@@ -32,7 +32,7 @@ from sessionstore.errors import (
 )
 from sessionstore.models import js
 from sessionstore.models.timestamps import now_ms
-from sessionstore.store.location import ENV_URL, default_db_path, default_url
+from sessionstore.store.location import ENV_URL, database_url, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
 from sessionstore.validate import ERROR_CODES
 from sessionstore.wire.codec import LineRefused, parse_line
@@ -279,10 +279,25 @@ def _sqlite_hint(url: str) -> str:
     return ""
 
 
+def _relative_hint(url: str) -> str:
+    """For a missing file named by a relative ``sqlite:///`` URL: the absolute one it may have meant."""
+    from sessionstore.store.sqlite_file import plain_path
+
+    path = plain_path(url)
+    if path is None or os.path.isabs(path):
+        return ""
+    return (f"{url} is relative to the working directory; sqlite:////{path} (four slashes) is /{path},"
+            f" and a plain path is taken as it is")
+
+
 def _database_reason(exc: BaseException, url: str) -> str:
     if isinstance(exc, StoreError):
         reason = _driver_message(exc)
-        hint = _sqlite_hint(url)
+        if "no such database file" in reason:  # (make_engine's words for create=False)
+            reason += " (a command that only reads does not create a database)"
+            hint = _relative_hint(url)
+        else:
+            hint = _sqlite_hint(url)
         return f"{reason}: {hint}" if hint and hint not in reason else reason
     if isinstance(exc, OSError):
         if exc.filename is not None and db_label(url) == str(exc.filename):
@@ -304,10 +319,16 @@ def database_errors(url: str) -> Iterator[None]:
         raise DatabaseProblem(db_label(url), _database_reason(exc, url)) from exc
 
 
+READ_ONLY_COMMANDS = frozenset({"context", "export", "validate", "ls", "tree", "show", "payload", "search", "stats"})
+"""Commands that only read: they open an existing database and never create one (nor its schema)."""
+
+
 class Ctx:
-    def __init__(self, url: str | None, durability: str) -> None:
+    def __init__(self, url: str | None, durability: str, *, create: bool = True) -> None:
         self.url = url
         self.durability = durability
+        self.create = create
+        """Whether opening may create the database (a command that writes), or needs it to exist."""
         self._store: SessionStore | None = None
         self._session_ids: dict[str, str] = {}
 
@@ -321,7 +342,8 @@ class Ctx:
             with database_errors(self.resolved_url):
                 from sessionstore.api import SessionStore
 
-                self._store = SessionStore(self.url, durability=self.durability)  # type: ignore[arg-type]
+                self._store = SessionStore(self.url, durability=self.durability,  # type: ignore[arg-type]
+                                           create=self.create)
         return self._store
 
     def session_id(self, given: str) -> str:
@@ -533,13 +555,15 @@ SESSION arguments accept a unique prefix of a session id; entry ids (ENTRY, --le
 always wins; an ambiguous prefix is refused with its candidates."""
 )
 @click.option("--db", "url", metavar="URL", envvar=ENV_URL, default=None, show_envvar=True,
-              help=f"Database URL (default: sqlite:///{default_db_path()}).")
+              help=f"Database URL, or the path of a SQLite file (default: sqlite:///{default_db_path()})."
+                   " Commands that only read never create it.")
 @click.option("--durability", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite synchronous mode: full survives power loss; normal is faster (see README).")
 @click.version_option(package_name="sessionstore")
 @click.pass_context
 def cli(context: click.Context, url: str | None, durability: str) -> None:
-    context.obj = Ctx(url, durability)
+    context.obj = Ctx(database_url(url) if url else None, durability,
+                      create=context.invoked_subcommand not in READ_ONLY_COMMANDS)
 
 
 # -- import / export / read -------------------------------------------------------------------
@@ -1417,17 +1441,24 @@ def db() -> None:
 
 
 @contextmanager
-def _engine(ctx: Ctx) -> Iterator[Any]:
-    """An engine on the database; any failure to reach or read it names the database."""
+def _engine(ctx: Ctx, *, create: bool = False) -> Iterator[Any]:
+    """An engine on the database (``create``: a missing SQLite file is made); any failure to reach or
+    read it names the database."""
     from sessionstore.store.engine import make_engine
 
     url = ctx.resolved_url
     with database_errors(url):
-        engine = make_engine(url, durability=ctx.durability)  # type: ignore[arg-type]
+        engine = make_engine(url, durability=ctx.durability, create=create)  # type: ignore[arg-type]
         try:
             yield engine
         finally:
             engine.dispose()
+
+
+def _missing_sqlite_file(ctx: Ctx) -> bool:
+    url = _parsed_url(ctx.resolved_url)
+    return bool(url.get_backend_name() == "sqlite" and url.database and not url.database.startswith("file:")
+                and url.database != ":memory:" and not Path(url.database).expanduser().exists())
 
 
 @db.command()
@@ -1438,7 +1469,7 @@ def upgrade(ctx: Ctx) -> None:
     were applied."""
     from sessionstore.store import migrate
 
-    with _engine(ctx) as engine:
+    with _engine(ctx, create=True) as engine:
         before = migrate.database_revision(engine)
         revision = migrate.upgrade(engine)
     applied = migrate.applied_between(before, revision)
@@ -1462,8 +1493,7 @@ def history(ctx: Ctx) -> None:
     from sessionstore.store import migrate
 
     current = None
-    url = _parsed_url(ctx.resolved_url)
-    if not (url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists()):
+    if not _missing_sqlite_file(ctx):
         with _engine(ctx) as engine:
             current = migrate.database_revision(engine)
     for step in migrate.history():
@@ -1478,6 +1508,9 @@ def current(ctx: Ctx) -> None:
     version of sessionstore does not know it (a newer one wrote the database)."""
     from sessionstore.store import migrate
 
+    if _missing_sqlite_file(ctx):  # no schema, and nothing to create for saying so
+        say("none")
+        return
     with _engine(ctx) as engine:
         revision = migrate.database_revision(engine)
         if revision is not None and revision not in migrate.known_revisions():

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessionstore.errors import BackendUnavailableError, InvalidInputError
+from sessionstore.errors import BackendUnavailableError, InvalidInputError, StoreError
 from sessionstore.store.sqlite_file import PAGE_SIZE, Durability, check_durability, configure_connection, open_current
 
 if TYPE_CHECKING:
@@ -25,21 +25,23 @@ if TYPE_CHECKING:
 
     from sessionstore.store.backend import Backend
 
-__all__ = ["PAGE_SIZE", "WRITE", "Durability", "make_engine", "open_backend", "open_current_sqlite",
+__all__ = ["PAGE_SIZE", "WRITE", "WRITE_OPTION", "Durability", "make_engine", "open_backend", "open_current_sqlite",
            "upgrades_on_open"]
-WRITE = {"sessionstore_write": True}
+WRITE_OPTION = "sessionstore_write"
+WRITE = {WRITE_OPTION: True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
 
 
 def create_private_file(path: Path) -> None:
     """Create the SQLite file ``path`` readable and writable by its owner only (``0600``), in a directory
-    created ``0700`` when missing, before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files
-    the database file's mode). An existing file, and its mode, are left as they are."""
+    created ``0700`` when missing (each missing parent too), before SQLite opens it (SQLite gives its
+    ``-wal`` and ``-shm`` files the database file's mode). An existing file, and its mode, are left as
+    they are, as are existing directories."""
     if path.is_dir():
         raise InvalidInputError(f"{path} is a directory, not a SQLite database file")
     if path.exists():
         return
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:  # another process created it meanwhile, or a dangling symlink: SQLite decides
@@ -47,8 +49,28 @@ def create_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False) -> Engine:
+def _make_private_dirs(folder: Path) -> None:
+    """``folder`` and its missing parents, each ``0700`` (``Path.mkdir(parents=True)`` gives the parents
+    the umask's mode: ``0777`` under umask 000)."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for made in reversed(missing):
+        try:
+            made.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            if not made.is_dir():
+                raise
+
+
+def make_engine(url: str, *, durability: Durability = "full", on_event_loop: bool = False,
+                create: bool = True) -> Engine:
     """An engine for ``url`` (``sqlite:///path``, ``postgresql://...``), configured for sessionstore.
+
+    ``create=False``: a SQLite file that does not exist raises :class:`StoreError` naming its absolute
+    path, and nothing is created (``create=True`` makes the file and its folders, see
+    :func:`create_private_file`).
 
     ``on_event_loop`` (PostgreSQL only): the blocking face of an async engine, whose pool holds psycopg's
     ``AsyncConnection`` objects; every use of it must run under SQLAlchemy's ``greenlet_spawn`` on the
@@ -92,7 +114,10 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
         )
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
-        create_private_file(Path(database).expanduser())
+        if create:
+            create_private_file(Path(database).expanduser())
+        elif not Path(database).expanduser().exists():
+            raise StoreError(f"no such database file: {Path(database).expanduser().absolute()}")
     try:
         # No rollback when a connection returns to the pool: every transaction on it ends with a commit
         # or a rollback before it is given back (the backend's, and SQLAlchemy's own Connection).
@@ -108,7 +133,7 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        write = conn.get_execution_options().get("sessionstore_write", False)
+        write = conn.get_execution_options().get(WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine

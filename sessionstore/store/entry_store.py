@@ -150,7 +150,7 @@ class EntryStore:
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 on_event_loop: bool = False) -> None:
+                 on_event_loop: bool = False, create: bool = True) -> None:
         self.url = url or default_url()
         self._durability: Durability = durability
         self._engine: Engine | None = None
@@ -163,10 +163,14 @@ class EntryStore:
             return
         from sessionstore.store import migrate
 
-        engine = make_engine(self.url, durability=durability, on_event_loop=on_event_loop)
+        where = self.url
+        try:
+            engine = make_engine(self.url, durability=durability, on_event_loop=on_event_loop, create=create)
+        except StoreError as exc:
+            raise StoreError(f"cannot open {where}: {exc}") from exc
         auto = upgrades_on_open(engine) if upgrade is None else upgrade
         try:
-            migrate.ensure_schema(engine, auto_upgrade=auto)
+            migrate.ensure_schema(engine, auto_upgrade=auto, create=create)
         except StoreError as exc:
             engine.dispose()
             where = engine.url.render_as_string(hide_password=True)

@@ -10,10 +10,19 @@ names, and the revisions after it.
 Opening a store at the current revision reads the version table with one statement (after the
 inspector's check that the table exists); Alembic itself is imported only to upgrade or to list the
 revisions it knows.
+
+Any number of stores may open (and create) databases at once, from threads, tasks and processes.
+Alembic keeps its ``context`` and ``op`` (and the revision modules it loads) in process-wide state, so
+every use of it holds one lock of the process (:func:`_alembic`); an upgrade runs in one transaction
+that first takes the database's writer lock (:func:`lock_schema`: ``BEGIN IMMEDIATE`` on SQLite, an
+advisory lock on PostgreSQL) and only then reads the revision, so a second process or thread waits
+and then finds the schema made.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,15 +34,60 @@ from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from sessionstore.errors import SchemaError, SchemaTooNewError, StoreError
-from sessionstore.store.engine import WRITE
+from sessionstore.store.engine import WRITE, WRITE_OPTION
 from sessionstore.store.revision import SCHEMA_REVISION, VERSION_TABLE
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
 
 LEGACY_VERSION_TABLE = "alembic_version"
 LEGACY_REVISIONS = frozenset({"0001", "0002", "0003", "0004", "0005"})
 """Our revisions that were recorded in Alembic's default table, ``alembic_version``."""
+
+
+_ALEMBIC_LOCK = threading.Lock()
+SCHEMA_LOCK_KEY = 0x73657373696F6E73
+"""PostgreSQL advisory lock key of schema changes (the bytes of ``sessions``)."""
+
+
+@contextmanager
+def _alembic() -> Iterator[None]:
+    """Hold the process's one lock on Alembic's process-wide state (not reentrant: a holder calls the
+    unlocked helpers). A task on an event loop (the async PostgreSQL store opens under SQLAlchemy's
+    ``greenlet_spawn``) waits for it without blocking the loop, on which the holder may be waiting."""
+    if not _ALEMBIC_LOCK.acquire(blocking=False):
+        if _in_loop_greenlet():
+            from sessionstore.store.pg_async import await_on_loop
+
+            while not _ALEMBIC_LOCK.acquire(blocking=False):
+                await_on_loop(asyncio.sleep(0.005))
+        else:
+            _ALEMBIC_LOCK.acquire()
+    try:
+        yield
+    finally:
+        _ALEMBIC_LOCK.release()
+
+
+def _in_loop_greenlet() -> bool:
+    try:
+        from sqlalchemy.util.concurrency import in_greenlet
+    except ImportError:  # pragma: no cover - without greenlet there is no store on an event loop
+        return False
+    return bool(in_greenlet())
+
+
+def lock_schema(conn: Connection) -> None:
+    """Take the database's lock for a schema change in ``conn``'s transaction, before the revision is
+    read: PostgreSQL's transaction-level advisory lock :data:`SCHEMA_LOCK_KEY`; on SQLite the
+    transaction must be a writer's (``BEGIN IMMEDIATE``: the connection's ``WRITE`` option), which
+    holds the file's write lock already."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+    elif conn.dialect.name == "sqlite" and not conn.get_execution_options().get(WRITE_OPTION, False):
+        raise StoreError("a schema change on SQLite needs a writer's transaction (BEGIN IMMEDIATE)")
 
 
 def alembic_config() -> Config:
@@ -46,10 +100,15 @@ def alembic_config() -> Config:
     return config
 
 
-def head_revision() -> str | None:
+def _scripts(config: Config | None = None) -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return ScriptDirectory.from_config(config or alembic_config())
+
+
+def head_revision() -> str | None:
+    with _alembic():
+        return _scripts().get_current_head()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +121,8 @@ class Revision:
 
 def history() -> list[Revision]:
     """Every revision this version knows, oldest first."""
-    from alembic.script import ScriptDirectory
-
-    scripts = list(ScriptDirectory.from_config(alembic_config()).walk_revisions())
+    with _alembic():
+        scripts = list(_scripts().walk_revisions())
     return [Revision(str(s.revision), _title(s.doc or "")) for s in reversed(scripts)]
 
 
@@ -85,9 +143,12 @@ def applied_between(before: str | None, after: str | None) -> list[Revision]:
 
 
 def known_revisions() -> set[str]:
-    from alembic.script import ScriptDirectory
+    with _alembic():
+        return _known_revisions()
 
-    return {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+def _known_revisions() -> set[str]:
+    return {script.revision for script in _scripts().walk_revisions()}
 
 
 def current_revision(conn: Connection) -> str | None:
@@ -129,19 +190,29 @@ def adopt_legacy_version(conn: Connection) -> None:
     conn.execute(text(f"DROP TABLE {LEGACY_VERSION_TABLE}"))
 
 
-def _create_newest_schema(conn: Connection, config: Config) -> str | None:
-    """In a database without a sessionstore schema, create the schema of the newest revision that can
-    create its own (``create_schema()`` in its module, e.g. 0006) and return that revision, which the
-    caller stamps and upgrades from; ``None`` when no revision can."""
+def create_newest_schema(context: MigrationContext, scripts: ScriptDirectory) -> str | None:
+    """Before an upgrade from no sessionstore schema that passes a revision able to create its own
+    schema (``create_schema()`` in its module, e.g. 0006), create that schema and stamp the database at
+    that revision, so that the upgrade goes on from there without 0001's table names (``sessions``
+    may be another library's). Returns the revision stamped, else ``None`` (the command is not such an
+    upgrade: a stamp, a downgrade, an upgrade to a revision before the creating one). ``env.py`` calls
+    it once Alembic's context is configured, under ``alembic upgrade`` as under ``db upgrade``."""
     from alembic.operations import Operations
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
+    from alembic.runtime.migration import RevisionStep
 
-    for script in ScriptDirectory.from_config(config).walk_revisions():  # head first
+    plan = context.opts.get("fn")
+    if plan is None or "destination_rev" not in context.opts or context.get_current_heads():
+        return None
+    steps = list(plan((), context))  # the command's steps from no schema (pure: it reads the scripts)
+    if not steps or not all(isinstance(step, RevisionStep) and step.is_upgrade for step in steps):
+        return None
+    planned = {step.revision.revision for step in steps}
+    for script in scripts.walk_revisions():  # head first
         create = getattr(script.module, "create_schema", None)
-        if create is not None:
-            with Operations.context(MigrationContext.configure(connection=conn)):
+        if create is not None and script.revision in planned:
+            with Operations.context(context):
                 create()
+            context.stamp(scripts, script.revision)
             return str(script.revision)
     return None
 
@@ -183,20 +254,18 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
 
 
 def _upgrade(engine: Engine, revision: str) -> str | None:
-    with engine.connect().execution_options(**WRITE) as conn:
+    with _alembic(), engine.connect().execution_options(**WRITE) as conn:
         with conn.begin():
+            lock_schema(conn)
             adopt_legacy_version(conn)
             current = current_revision(conn)
             if current != SCHEMA_REVISION or revision != "head":
-                if current is not None and current not in known_revisions():
+                if current is not None and current not in _known_revisions():
                     raise _too_new(current)
                 from alembic import command
 
                 config = alembic_config()
                 config.attributes["connection"] = conn
-                created = _create_newest_schema(conn, config) if current is None and revision == "head" else None
-                if created is not None:
-                    command.stamp(config, created)
                 command.upgrade(config, revision)
         with conn.begin():
             return current_revision(conn)
@@ -217,19 +286,20 @@ def check(conn: Connection) -> None:
     )
 
 
-def ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
-    """Check the schema on open; with ``auto_upgrade`` a new or older database is upgraded."""
+def ensure_schema(engine: Engine, *, auto_upgrade: bool, create: bool = True) -> None:
+    """Check the schema on open; with ``auto_upgrade`` an older database is upgraded, and a new one
+    gets the schema unless ``create`` is false (then it raises :class:`SchemaError`)."""
     with _translated():
-        _ensure_schema(engine, auto_upgrade=auto_upgrade)
+        _ensure_schema(engine, auto_upgrade=auto_upgrade, create=create)
 
 
-def _ensure_schema(engine: Engine, *, auto_upgrade: bool) -> None:
+def _ensure_schema(engine: Engine, *, auto_upgrade: bool, create: bool) -> None:
     with engine.connect() as conn:
         current = current_revision(conn)
         conn.rollback()
     if current == SCHEMA_REVISION:
         return
-    if auto_upgrade:
+    if auto_upgrade and (create or current is not None):
         with engine.connect() as conn:
             try:
                 check(conn)

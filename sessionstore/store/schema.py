@@ -11,10 +11,11 @@ an append, a fork, a leaf move; for an imported file its own latest time), which
 
 ``sessionstore_entries`` is append-only: triggers (revision 0006, as 0001 and 0005 had them) refuse
 UPDATE, DELETE and SQLite's REPLACE of entries, and entries go only with their whole session
-(``deleting`` is one-way, and readers treat a marked session as gone). A row is ``(session_key,
-seq)``, seq being the 0-based append position in the session, ``entry_id``, ``type``, ``payload``
-(pi's JSON with every field, the text as written) and immutable facts about its ancestry, computed
-once at append time, so that resuming reads only what the context needs:
+(``deleting`` is one-way, and readers treat a marked session as gone); a new entry goes only at the
+end (its seq an integer, the session's next) and a session's header columns never change (0012).
+A row is ``(session_key, seq)``, seq being the 0-based append position in the session,
+``entry_id``, ``type``, ``payload`` (pi's JSON with every field, the text as written) and immutable
+facts about its ancestry, computed once at append time, so that resuming reads only what the context needs:
 
 - ``parent_seq``: the parent's seq (``None`` for a root); a parent comes before its child;
 - ``run_start``: the seq of the first entry of the longest run ending here in which each entry's
