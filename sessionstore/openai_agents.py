@@ -164,7 +164,7 @@ def _text_of(content: Any) -> str:
 
 class SessionStoreSession:
     """The OpenAI Agents SDK's ``Session`` protocol over a pi session of ``store`` (sync or async),
-    created (with ``cwd``) on first use if missing. ``provider`` and ``model`` name the model the
+    created (with ``cwd``) by the first ``add_items`` if missing. ``provider`` and ``model`` name the model the
     assistant messages are recorded under (the SDK does not tell a session which model answered)."""
 
     def __init__(self, session_id: str, store: AsyncSessionStore | SessionStore, *, cwd: str = ".",

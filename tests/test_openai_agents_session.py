@@ -467,3 +467,38 @@ def test_items_round_trip_as_sqlite_session_round_trips_them(store: SessionStore
     assert json.dumps(run(SessionStoreSession("s1", store).get_items())) == json.dumps(expected)  # a new session
     stored = [e["message"][ITEM_FIELD] if e["type"] == "message" else e["data"] for e in store.entries("s1")]
     assert [type(value) for value in stored] == [str, str, str, dict]  # text only where pi's JSON would change it
+
+
+# -- the store's primitives the adapter writes through ----------------------------------------------
+def test_append_entries_writes_all_or_nothing(store: SessionStore) -> None:
+    from sessionstore.errors import InvalidInputError
+
+    sid = store.create_session(cwd="/w")
+    good = {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}}
+    custom = {"type": "custom", "customType": "x", "data": {"n": 1}}
+    for bad in ({"type": "message", "message": {"role": "user", "content": 5}}, {"type": "label"},
+                {"type": "custom", "customType": "x", "data": object()}):
+        with pytest.raises(InvalidInputError):
+            store.append_entries(sid, [good, custom, bad])
+        assert store.entries(sid) == []
+    ids = store.append_entries(sid, [good, custom, good])
+    entries = store.entries(sid)
+    assert [e["id"] for e in entries] == ids and store.leaf(sid) == ids[-1]
+    assert [e["parentId"] for e in entries] == [None, ids[0], ids[1]]
+    assert store.append_entries(sid, []) == [] and store.validate(sid) == []
+
+
+def test_concurrent_creates_of_one_id_are_one_create_and_session_exists_errors(store: SessionStore) -> None:
+    from sessionstore.errors import SessionExistsError
+
+    def create(exist_ok: bool) -> str:
+        try:
+            return store.create_session(cwd="/w", session_id=f"one-{exist_ok}", exist_ok=exist_ok)
+        except SessionExistsError:
+            return "exists"
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        strict = list(pool.map(create, [False] * 12))
+        lenient = list(pool.map(create, [True] * 12))
+    assert sorted(strict) == ["exists"] * 11 + ["one-False"]  # (a StoreError on PostgreSQL before)
+    assert lenient == ["one-True"] * 12
