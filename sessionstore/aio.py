@@ -112,13 +112,14 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
 
 
 def _watch(store: SessionStore, directory: str | Path | None, *, interval: float, cycles: int | None, prune: bool,
-           adopt: bool, on_cycle: Callable[[SyncResult], None] | None, sleep: Callable[[float], None]) -> SyncResult:
+           adopt: bool, include_deleted: bool, on_cycle: Callable[[SyncResult], None] | None,
+           sleep: Callable[[float], None]) -> SyncResult:
     """``SessionStore.watch_sync`` with a pause that a cancelled caller can end (``catalog.sync.watch``
     takes the pause; the sync method does not pass one)."""
     from sessionstore.catalog.sync import watch
 
     return watch(store._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
-                 on_cycle=on_cycle, sleep=sleep)
+                 include_deleted=include_deleted, on_cycle=on_cycle, sleep=sleep)
 
 
 class _Stop(Protocol):
@@ -646,13 +647,15 @@ class AsyncSessionStore:
 
     # -- sync of a pi session directory --------------------------------------------------------
     async def sync(self, directory: str | Path | None = None, *, prune: bool = False, adopt: bool = False,
-                   progress: SyncProgress | None = None) -> SyncResult:
+                   include_deleted: bool = False, progress: SyncProgress | None = None) -> SyncResult:
         """Mirror a pi session directory into the store once (``SessionStore.sync``; ``progress`` runs on
         the caller's loop)."""
-        return await self._run(SessionStore.sync, directory, prune=prune, adopt=adopt, progress=self._here(progress))
+        return await self._run(SessionStore.sync, directory, prune=prune, adopt=adopt,
+                               include_deleted=include_deleted, progress=self._here(progress))
 
     async def watch_sync(self, directory: str | Path | None = None, *, interval: float = DEFAULT_INTERVAL,
                          cycles: int | None = None, prune: bool = False, adopt: bool = False,
+                         include_deleted: bool = False,
                          on_cycle: Callable[[SyncResult], None] | None = None) -> SyncResult:
         """:meth:`sync` every ``interval`` seconds, ``cycles`` times or until the awaiting task is cancelled
         (the sync under way finishes first). It holds a worker meanwhile: on SQLite, give it a store of its own."""
@@ -661,7 +664,7 @@ class AsyncSessionStore:
 
         try:
             return await self._run(_watch, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
-                                   on_cycle=self._here(on_cycle), sleep=stop.pause)
+                                   include_deleted=include_deleted, on_cycle=self._here(on_cycle), sleep=stop.pause)
         except asyncio.CancelledError:
             stop.set()
             raise

@@ -24,6 +24,7 @@ from sessionstore.context.compaction import (
     CompactionPlan,
     context_tokens,
     plan_compaction,
+    plan_or_reason,
 )
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
@@ -182,7 +183,8 @@ class SessionStore:
                                             timestamp=timestamp, exist_ok=exist_ok)
 
     def delete_session(self, session_id: str) -> None:
-        """Remove the session and all its entries, in one transaction."""
+        """Remove the session and all its entries, in one transaction. A synced session's file is
+        remembered: :meth:`sync` does not import it again unless ``include_deleted``."""
         self._entries.delete_session(session_id)
 
     def session(self, session_id: str) -> SessionInfo:
@@ -654,12 +656,9 @@ class SessionStore:
                 raise LeafConflictError(session_id, expected_leaf, leaf)
             path = self.path(session_id, leaf)
             if first_kept_entry_id is None:
-                plan = plan_compaction(path, keep_recent_tokens=keep_recent_tokens)
-                if plan is None:
-                    raise InvalidCompactionError(
-                        f"session {session_id!r}: nothing to compact (no entries, nothing before the kept part,"
-                        " or the leaf is a compaction)"
-                    )
+                plan = plan_or_reason(path, keep_recent_tokens=keep_recent_tokens)
+                if isinstance(plan, str):
+                    raise InvalidCompactionError(f"session {session_id!r}: nothing to compact: {plan}")
                 first_kept_entry_id = plan.first_kept_entry_id
             if tokens_before is None:
                 tokens_before = context_tokens(path)
@@ -745,17 +744,20 @@ class SessionStore:
         *,
         prune: bool = False,
         adopt: bool = False,
+        include_deleted: bool = False,
         progress: SyncProgress | None = None,
     ) -> SyncResult:
         """Mirror a pi session directory (default: ``$PI_CODING_AGENT_DIR/sessions``, else
         ``~/.pi/agent/sessions``) into the store once: new files imported, grown ones appended (their new
         complete lines only), rewritten ones re-imported, unchanged ones only ``stat``-ed; ``prune``
         deletes synced sessions whose file is gone; ``adopt`` lets a file take over a session imported by
-        hand. A file that fails is in ``SyncResult.failures`` (``file:line: reason``); the others sync.
+        hand; a file whose session was deleted (:meth:`delete_session`) is left unless ``include_deleted``.
+        A file that fails is in ``SyncResult.failures`` (``file:line: reason``); the others sync.
         ``progress(read, total)`` in bytes. See :mod:`sessionstore.catalog.sync`."""
         from sessionstore.catalog.sync import sync_directory
 
-        return sync_directory(self._entries, directory, prune=prune, adopt=adopt, progress=progress)
+        return sync_directory(self._entries, directory, prune=prune, adopt=adopt, include_deleted=include_deleted,
+                              progress=progress)
 
     def watch_sync(
         self,
@@ -765,6 +767,7 @@ class SessionStore:
         cycles: int | None = None,
         prune: bool = False,
         adopt: bool = False,
+        include_deleted: bool = False,
         on_cycle: Callable[[SyncResult], None] | None = None,
     ) -> SyncResult:
         """:meth:`sync` every ``interval`` seconds (polling), ``cycles`` times or until interrupted;
@@ -772,6 +775,7 @@ class SessionStore:
         from sessionstore.catalog.sync import watch
 
         return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
+                     include_deleted=include_deleted,
                      on_cycle=on_cycle)
 
 

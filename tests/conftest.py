@@ -1,6 +1,7 @@
 """Shared fixtures. ``db_url``/``store`` run every test on a real SQLite file and, when
 ``SESSIONSTORE_TEST_PG_URL`` names a PostgreSQL server (CI always does), on a fresh PostgreSQL
-database per test, cloned from a migrated template."""
+database per test, cloned from a migrated template. Without it the PostgreSQL half skips (fails under
+CI), as every missing optional part does: ``pytest.mark.requires(PART)`` (``tests/requirements.py``)."""
 
 from __future__ import annotations
 
@@ -18,26 +19,39 @@ from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.entry_store import EntryStore
 from tests.paths import FIXTURES, PI_FILES, ROOT
+from tests.requirements import POSTGRES, Part, require
 
 __all__ = ["FIXTURES", "PI_FILES", "ROOT"]
 
 PG_URL = os.environ.get("SESSIONSTORE_TEST_PG_URL")
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
-    pytest.param(
-        "postgresql",
-        id="postgresql",
-        marks=pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set"),
-    ),
+    pytest.param("postgresql", id="postgresql", marks=pytest.mark.requires(POSTGRES)),
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "requires(part): the test needs an optional part (tests/requirements.py): skipped without it, "
+        "failed under CI")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers(name="requires"):
+        for part in mark.args:
+            assert isinstance(part, Part), f"pytest.mark.requires takes tests.requirements parts, not {part!r}"
+            require(part)
+
+
 def _admin_url() -> str:
+    require(POSTGRES)
     assert PG_URL is not None
     return make_url(PG_URL).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
 def _database_url(name: str) -> str:
+    require(POSTGRES)
     assert PG_URL is not None
     return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
 
@@ -95,12 +109,7 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh PostgreSQL database, for a test of what only PostgreSQL has (skipped, as ``db_url``'s
     PostgreSQL half is, when ``SESSIONSTORE_TEST_PG_URL`` is not set; under CI, which starts a server,
     that fails instead)."""
-    if not PG_URL:
-        from tests.differential.oracle import in_ci
-
-        if in_ci():
-            pytest.fail("SESSIONSTORE_TEST_PG_URL is not set under CI: .ci/run starts a PostgreSQL server")
-        pytest.skip("SESSIONSTORE_TEST_PG_URL is not set")
+    require(POSTGRES)
     name, url = fresh_pg_database(request.getfixturevalue("pg_template"))
     yield url
     drop_pg_database(name)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from tests.differential.oracle import in_ci
 from tests.paths import ROOT
+from tests.requirements import module
 
 RUNS = {
     "append.py": ["--quick"],
@@ -25,17 +24,14 @@ RUNS = {
     "memory.py": ["--quick", "--mb", "2", "--repeat", "1", "--tree-cap", "30"],
 }
 NEEDS = {"peers.py": "agents"}
-"""A script's benchmark-only extra (``.[bench]``, which ``.ci/run`` installs), by the module it imports."""
+"""A script's benchmark-only extra (``.[bench]``), by the module it imports."""
 
 
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_benchmark_script_runs_and_prints_its_table(script: str) -> None:
     needed = NEEDS.get(script)
-    if needed is not None and importlib.util.find_spec(needed) is None:
-        reason = f"{script} needs the benchmark extra: pip install -e '.[bench]' ({needed} is not importable)"
-        if in_ci():  # .ci/run installs the extra: a missing one is a broken CI setup, not a skip
-            pytest.fail(reason)
-        pytest.skip(reason)
+    if needed is not None:
+        module(needed, install="pip install -e '.[bench]'")
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *RUNS[script]],
         cwd=ROOT,

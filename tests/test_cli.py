@@ -69,16 +69,62 @@ def test_context_at_a_leaf_and_provider_safe(run) -> None:  # type: ignore[no-un
     assert all(m.get("stopReason") not in ("error", "aborted") for m in safe["llm"])
 
 
-def test_validate_exits_1_on_linkage_errors_and_0_when_clean(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    run("import", str(PI_FILES["large-session"]))
-    result = run("validate", "--json", "d703")
-    assert result.exit_code == 1
-    assert json.loads(result.stdout)["valid"] is False
-    sid = run("new", "--cwd", "/w").stdout.strip()
+@pytest.mark.parametrize(("fixture", "session_id", "leaf", "repaired"), [
+    ("large-session", "d703a1a9-1b7b-4fb1-b512-c9738b1fe617", "000003fa", 18),
+    ("before-compaction", COMPACTED_ID, "000003ea", 2),
+])
+def test_validate_calls_the_real_pi_sessions_valid_reporting_what_the_projection_repairs(
+        run: Any, fixture: str, session_id: str, leaf: str, repaired: int) -> None:
+    """Aborted turns leave calls without results (MISSING_TOOL_RESULT), which the provider-safe projection
+    answers: repaired findings, exit 0 (validate exited 1 on both, with no verdict)."""
+    run("import", str(PI_FILES[fixture]))
+    text = run("validate", session_id[:6])
+    assert text.exit_code == 0, text.stdout
+    lines = text.stdout.splitlines()
+    assert lines[0] == (f"repaired by the provider-safe projection (context --provider-safe, as pi-ai before each"
+                        f" call): {repaired}")
+    assert all(line.startswith("  MISSING_TOOL_RESULT (message ") for line in lines[1:-1])
+    assert lines[-1] == f"session {session_id} at leaf {leaf}: valid ({repaired} repaired)"
+    data = json.loads(run("validate", "--json", session_id).stdout)
+    assert (data["valid"], data["errors"], data["repaired"], data["warnings"]) == (True, 0, repaired, 0)
+    assert {d["severity"] for d in data["diagnostics"]} == {"repaired"}
+    assert data["verdict"] == lines[-1] and list(data)[-1] == "verdict"
+
+
+def test_validate_exits_1_for_what_the_projection_cannot_repair_and_0_when_clean(run: Any) -> None:
+    sid = run("new", "--cwd", "/w", "--id", "v1").stdout.strip()
     run("append", sid, input=json.dumps(user("hi")))
     run("append", sid, input=json.dumps(assistant("hello")))
     clean = run("validate", sid)
-    assert clean.exit_code == 0 and "none" in clean.stdout
+    assert (clean.exit_code, clean.stdout) == (0, "session v1 at leaf " + json.loads(
+        run("validate", "--json", sid).stdout)["leafId"] + ": valid (nothing found)\n")
+    orphan = {"role": "toolResult", "toolCallId": "nosuch", "toolName": "bash",
+              "content": [{"type": "text", "text": "x"}], "isError": False, "timestamp": 3}
+    run("append", sid, input=json.dumps(orphan))
+    done = run("validate", sid)
+    assert done.exit_code == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == "errors (the provider-safe projection cannot repair them): 1"
+    assert lines[1].startswith("  ORPHAN_TOOL_RESULT (message 2, entry ")
+    assert lines[-1].startswith("session v1 at leaf ") and lines[-1].endswith(": invalid (1 error)")
+    data = json.loads(run("validate", "--json", sid).stdout)
+    assert (data["valid"], data["errors"], data["diagnostics"][0]["severity"]) == (False, 1, "error")
+
+
+def test_validate_reports_a_result_left_orphaned_by_a_dropped_turn_as_an_error(run: Any) -> None:
+    """The projection drops an aborted assistant turn; a result of its call is then an orphan, which a
+    provider refuses: an error, though the messages as stored have none."""
+    sid = run("new", "--cwd", "/w", "--id", "v2").stdout.strip()
+    run("append", sid, input=json.dumps(user("hi")))
+    aborted = {**assistant("calling"), "stopReason": "aborted"}
+    aborted["content"] = [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}]
+    run("append", sid, input=json.dumps(aborted))
+    run("append", sid, input=json.dumps({"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+                                         "content": [], "isError": False, "timestamp": 3}))
+    done = run("validate", sid)
+    assert done.exit_code == 1, done.stdout
+    assert "  ORPHAN_TOOL_RESULT (transcript): after the provider-safe projection: " in done.stdout
+    assert done.stdout.splitlines()[-1].endswith(": invalid (1 error)")
 
 
 def test_export_writes_pi_v3(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -365,6 +411,24 @@ def test_append_writes_messages_from_options_with_their_timestamps(
         assert refused.exit_code == 2 and "Traceback" not in refused.output, bad
 
 
+def test_compact_plan_says_why_there_is_nothing_to_compact(run: Any) -> None:
+    run("import", str(PI_FILES["before-compaction"]))
+    fits = run("compact", COMPACTED_ID, "--plan", "--keep-recent-tokens", "10000000")
+    assert (fits.exit_code, fits.stderr) == (2, "error: nothing to compact: everything since the last compaction fits"
+                                                " in keep_recent_tokens 10000000 (about 138516 tokens, estimated)\n")
+    sid = run("new", "--cwd", "/w").stdout.strip()
+    assert run("compact", sid, "--plan").stderr == "error: nothing to compact: the session has no entries\n"
+    run("append", sid, "--user", "hi")
+    assert run("compact", sid, "--plan").stderr == ("error: nothing to compact: everything in the session fits in"
+                                                    " keep_recent_tokens 20000 (about 1 token, estimated)\n")
+    written = run("compact", sid, "--summary", "s")
+    assert written.stderr == (f"error: session '{sid}': nothing to compact: everything in the session fits in"
+                              " keep_recent_tokens 20000 (about 1 token, estimated)\n")
+    run("compact", COMPACTED_ID, "--summary", "s", "--keep-recent-tokens", "1000")
+    leaf = run("compact", COMPACTED_ID, "--plan", "--json")
+    assert leaf.stderr == "error: nothing to compact: the leaf is a compaction (nothing was added after it)\n"
+
+
 def test_compact_reads_its_summary_from_a_file_or_stdin(run: Any, store: SessionStore, tmp_path: Path) -> None:
     sid = store.create_session(cwd="/w")
     for i in range(4):
@@ -466,16 +530,36 @@ def test_more_than_ten_candidates_are_counted_and_cut(run: Any, store: SessionSt
     store.import_entries(header, [msg(f"same{n:02d}", None, user(f"q{n}")) for n in range(12)])
     done = run("show", "many", "same")
     assert done.exit_code == 2
-    assert "more than 10 entries start with it" in done.stderr and done.stderr.rstrip().endswith(", ...")
+    assert "12 entries start with it" in done.stderr and done.stderr.rstrip().endswith(", ...")
     assert done.stderr.count("[message]") == 10
 
 
-def test_a_short_or_unknown_entry_prefix_is_not_found(run: Any, store: SessionStore) -> None:
+def test_an_unknown_entry_prefix_is_not_found(run: Any, store: SessionStore) -> None:
     sid = _prefixed_session(store)
-    for given in ("ef0", "zzzz", "ef01beef0"):
+    for given in ("zzzz", "ef01beef0", "zz"):
         done = run("show", sid, given)
         assert (done.exit_code, done.stderr) == (2, f"error: session '{sid}' has no entry '{given}'\n"), given
     assert run("branch", sid, "none").exit_code == 0 and store.leaf(sid) is None  # 'none' is no leaf
+
+
+def test_a_prefix_too_short_to_expand_says_so_and_how_many_it_starts(run: Any, store: SessionStore) -> None:
+    sid = _prefixed_session(store)
+    done = run("show", sid, "ef0")
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr == ("error: entry prefix ef0 is too short (an entry prefix needs at least 4 characters):"
+                           " 2 entries start with it: ef01beef [message] user: question 2, ef01cafe [message]"
+                           " assistant: answer 3\n")
+
+
+def test_a_short_prefix_of_the_real_session_is_too_short_not_missing(run: Any) -> None:
+    run("import", str(PI_FILES["before-compaction"]))
+    done = run("show", COMPACTED_ID, "000")
+    assert done.exit_code == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: entry prefix 000 is too short (an entry prefix needs at least 4"
+                                  " characters): more than 1000 entries start with it: 00000001 [message] user:")
+    assert done.stderr.count("[") == 3 and done.stderr.rstrip().endswith(", ...")
+    ambiguous = run("show", COMPACTED_ID, "0000003").stderr
+    assert ambiguous.startswith("error: entry prefix 0000003 is ambiguous: 16 entries start with it: 00000030")
 
 
 def test_the_store_reads_entry_ids_by_prefix_taken_literally(store: SessionStore) -> None:

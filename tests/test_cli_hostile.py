@@ -414,6 +414,28 @@ def test_text_output_escapes_terminal_controls_from_session_data(run: Run, tmp_p
     assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"name{CONTROL}"
 
 
+SEPARATORS = "\u200f\u2028\u2029\u200e\u061c\x85"
+"""Bidi marks (RLM, LRM, ALM), the line and paragraph separators and NEL: a terminal or a viewer acts on them."""
+
+
+def test_text_output_escapes_bidi_marks_and_line_separators(run: Run, tmp_path: Path) -> None:
+    header = {"type": "session", "version": 3, "id": "sep", "timestamp": TS, "cwd": f"/w{SEPARATORS}"}
+    entries = [
+        msg("e1", None, user(f"first{SEPARATORS}message")),
+        msg("e2", "e1", assistant(f"reply{SEPARATORS}", model=f"m{SEPARATORS}")),
+        entry("e3", "e2", "session_info", name=f"na{SEPARATORS}me"),
+    ]
+    assert run("import", str(write_session(tmp_path / "sep.jsonl", header, entries))).exit_code == 0
+    outputs = {command: run(command, *(() if command == "ls" else ("sep",))).stdout
+               for command in ("ls", "tree", "stats", "context")}
+    for command, text in outputs.items():
+        assert not set(text) & set(SEPARATORS), (command, text)
+        assert "\\u200f\\u2028\\u2029\\u200e\\u061c\\x85" in text, (command, text)
+    data = json.loads(run("context", "--json", "sep").stdout)  # JSON keeps the data as it is
+    assert data["messages"][0]["content"][0]["text"] == f"first{SEPARATORS}message"
+    assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"na{SEPARATORS}me"
+
+
 def test_lone_surrogates_in_session_data_print_escaped(run: Run, tmp_path: Path) -> None:
     # (in an assistant message: a lone surrogate in the cwd, a name or the first user message cannot be
     # imported yet, the session row's text columns refuse it)

@@ -64,7 +64,8 @@ def test_bad_input_and_unknown_models_are_one_line_errors() -> None:
     cases = [
         ("[1]", "anthropic", "claude-opus-4-5", "the JSON must be an object"),
         ("{}", "anthropic", "claude-opus-4-5", "needs a 'messages' list"),
-        ('{"messages": [], "tools": "x"}', "anthropic", "claude-opus-4-5", "'tools' must be a list"),
+        ('{"messages": [], "tools": "x"}', "anthropic", "claude-opus-4-5", "tools must be a list, got str"),
+        ('{"messages": [], "systemPrompt": 1}', "anthropic", "claude-opus-4-5", "the system prompt must be a string"),
         ('{"messages": []}', "nope", "x", "no provider 'nope'"),
         ("not json", "anthropic", "claude-opus-4-5", "invalid JSON input"),
     ]
@@ -87,3 +88,50 @@ def test_context_payload_is_the_payload_of_the_sessions_context(tmp_path: Path) 
     for args in (["--payload"], ["--payload", "--provider", "openai"], ["--model", "gpt-5.2"]):
         refused = CliRunner().invoke(cli, ["--db", url, "context", session_id, *args])
         assert refused.exit_code == 2 and "--payload" in refused.output
+
+
+def test_context_json_piped_to_payload_gives_context_payloads_payload(tmp_path: Path) -> None:
+    """``context --json | payload`` read the AgentMessages and dropped the compaction summary and the
+    bash runs (436 messages against 440): context --json's output is read as it is, its 'llm' sent."""
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    with SessionStore(url) as store:
+        session_id = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+    runner = CliRunner()
+    for extra in ([], ["--provider-safe"]):
+        context_json = runner.invoke(cli, ["--db", url, "context", session_id, "--json", *extra]).stdout
+        for provider, model in TARGETS:
+            piped = runner.invoke(cli, ["payload", "--provider", provider, "--model", model], input=context_json)
+            assert piped.exit_code == 0, piped.stderr
+            direct = runner.invoke(cli, ["--db", url, "context", session_id, *extra, "--payload",
+                                         "--provider", provider, "--model", model])
+            assert piped.stdout == direct.stdout, (provider, extra)
+    anthropic = json.loads(runner.invoke(cli, ["payload", "--provider", "anthropic", "--model", "claude-opus-4-5"],
+                                         input=context_json).stdout)
+    assert len(anthropic["messages"]) == 440
+
+
+def test_agent_messages_are_refused_naming_them_not_dropped(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    with SessionStore(url) as store:
+        session_id = store.import_jsonl(PI_FILES["before-compaction"]).session_id
+        agent_messages = store.context(session_id).messages
+    given = json.dumps({"messages": agent_messages})
+    done = CliRunner().invoke(cli, ["payload", "--provider", "anthropic", "--model", "claude-opus-4-5"], input=given)
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("error: messages[0]: role 'compactionSummary' is an AgentMessage role, not a"
+                                  " provider message (system, user, assistant, toolResult)")
+    assert "context --json's output as it is" in done.stderr
+    bash = [{"role": "user", "content": "hi", "timestamp": 1},
+            {"role": "bashExecution", "command": "ls", "output": "", "exitCode": 0, "cancelled": False,
+             "truncated": False, "timestamp": 2}]
+    done = CliRunner().invoke(cli, ["payload", "--provider", "openai", "--model", "gpt-5.2"],
+                              input=json.dumps({"messages": bash}))
+    assert done.exit_code == 2 and "messages[1]: role 'bashExecution'" in done.stderr
+
+
+def test_the_library_reads_a_context_json_as_its_llm(tmp_path: Path) -> None:
+    with SessionStore(f"sqlite:///{tmp_path / 'sessions.db'}") as store:
+        result = store.context(store.import_jsonl(PI_FILES["before-compaction"]).session_id)
+    for provider, model in TARGETS:
+        assert build_payload(result.to_json(), provider=provider, model=model) == \
+            build_payload({"messages": result.llm}, provider=provider, model=model)

@@ -1,8 +1,8 @@
 """``export --html``: one self-contained page; session text stays data (escaping, embedding, no
 network), and the page renders in a real headless browser (Debian's ``chromium``).
 
-Without ``chromium`` the browser tests skip, except under CI (``$CI`` set), where they fail
-(as the differential tests do for ``node``); ``.ci/run`` installs it."""
+Without ``chromium`` the browser tests skip naming ``.ci/install-chromium.sh``, except under CI, where
+they fail (the rule of ``tests/requirements.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import base64
 import io
 import json
 import re
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Callable, Iterator
@@ -27,8 +26,8 @@ from sessionstore.cli.html_export import ScriptSafeWriter, script_safe, write_se
 from sessionstore.cli.main import cli
 from sessionstore.wire.jsjson import js_dumpb
 from tests.builders import assistant, entry, msg, result, user
-from tests.differential.oracle import in_ci
 from tests.paths import FIXTURES, PI_FILES, ROOT
+from tests.requirements import CHROMIUM, chromium_path, require
 
 Json = dict[str, Any]
 BROWSER_TIMEOUT_S = 120
@@ -213,12 +212,9 @@ class DomReader(HTMLParser):
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    found = next((p for name in ("chromium", "chromium-browser") if (p := shutil.which(name))), None)
-    if found is None:
-        if in_ci():
-            pytest.fail("chromium is not installed, and CI must run the browser tests: run .ci/run"
-                        " (it installs Debian's chromium)")
-        pytest.skip("chromium is not installed: the HTML export's browser tests need it")
+    require(CHROMIUM)
+    found = chromium_path()
+    assert found is not None
     return found
 
 
@@ -288,6 +284,44 @@ def test_the_browser_renders_the_active_path(chromium: str, sqlite_store: Sessio
     report = sqlite_store.stats(session_id)
     assert f"{report.messages.user} user, {report.messages.assistant} assistant" in stats.all_text()
     assert f"${report.cost:.3f}" in stats.all_text()
+
+
+def header_rows(body: Node) -> dict[str, str]:
+    """The header's info rows, label -> value text."""
+    (grid,) = body.find(lambda n: "data-stats" in n.attrs)
+    spans = [n for n in grid.children if n.tag == "span"]
+    return {label.all_text(): value.all_text() for label, value in zip(spans[::2], spans[1::2], strict=True)}
+
+
+def counted_parts(text: str) -> list[tuple[int, str]]:
+    return [(int(n), what) for n, what in re.findall(r"(\d+) ([^,()]+?)(?=,|$)", text)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["large-session", "before-compaction"])
+def test_the_header_counts_add_up_and_say_what_they_count(chromium: str, sqlite_store: SessionStore,
+                                                          tmp_path: Path, name: str) -> None:
+    """The header said '55 user, 484 assistant, 448 tool results (990 in all)' (987) and 'This branch:
+    1002 entries, 992 messages', more than the session's 990: each count's parts now sum to it, named."""
+    session_id = sqlite_store.import_jsonl(PI_FILES[name]).session_id
+    rows = header_rows(body_of(browse(chromium, write_page(sqlite_store, session_id, tmp_path / "page.html"))))
+    report = sqlite_store.stats(session_id)
+    entries, path = sqlite_store.entries(session_id), sqlite_store.path(session_id)
+    assert rows["Entries:"] == str(len(entries))
+    parts_text, total_text = re.fullmatch(r"(.*) \((\d+) message entries in all\)", rows["Messages:"]).groups()
+    parts = counted_parts(parts_text)
+    assert sum(n for n, _ in parts) == int(total_text) == report.messages.total
+    assert parts[:3] == [(report.messages.user, "user"), (report.messages.assistant, "assistant"),
+                         (report.messages.tool_results, "tool results")]
+    if report.messages.total > report.messages.user + report.messages.assistant + report.messages.tool_results:
+        assert parts[3][1] == "bash executions"  # what makes the difference, named
+    branch, _, seen = rows["This branch:"].partition("; ")
+    count_text, _, kinds_text = branch.partition(": ")
+    kinds = counted_parts(kinds_text)
+    assert count_text == f"{len(path)} entries" and sum(n for n, _ in kinds) == len(path)
+    messages_on_branch = dict((what, n) for n, what in kinds)["messages"]
+    assert messages_on_branch == sum(1 for e in path if e["type"] == "message") <= report.messages.total
+    assert seen.startswith(f"the model sees {len(sqlite_store.context(session_id).messages)} messages at the leaf")
 
 
 @pytest.mark.slow

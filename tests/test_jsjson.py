@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 
 from sessionstore.wire.jsjson import js_dumpb, js_dumpb_nested, js_dumps, js_item, newline_at
+from tests.requirements import NODE as NODE_PART
 
 NODE = shutil.which("node")
-needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed: no JSON.stringify to compare with")
+needs_node = pytest.mark.requires(NODE_PART)  # node's JSON.stringify to compare with
 
 
 # -- plain tests ---------------------------------------------------------------------------------

@@ -15,11 +15,13 @@ from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
+from sessionstore.cli.render import picker_text
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.models.rules import resolve_path
 from tests.builders import user
 from tests.conftest import Clock
+from tests.paths import PI_FILES
 
 T0 = 1_735_689_600_000  # 2025-01-01T00:00:00Z
 
@@ -259,8 +261,8 @@ def test_ls_lists_by_activity_shows_it_and_sorts_as_pi_with_sort_modified(sqlite
     pi_order = runner.invoke(cli, ["--db", sqlite_url, "ls", "--json", "--sort", "modified"])
     assert [r["id"] for r in json.loads(pi_order.stdout)] == ["old", "new"]
     text = runner.invoke(cli, ["--db", sqlite_url, "ls"]).stdout.splitlines()
-    assert text[0].split() == ["ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED", "ACTIVE"]
-    assert text[1].startswith("new ") and text[1].rstrip().endswith("2031-01-01 00:00")
+    assert text[0].split() == ["ID", "MODIFIED", "ACTIVE", "MSGS", "CWD", "NAME", "OR", "FIRST", "MESSAGE"]
+    assert text[1].startswith("new ") and "2031-01-01 00:00" in text[1]
     since = runner.invoke(cli, ["--db", sqlite_url, "ls", "--json", "--since", "2030-01-01"])
     assert [r["id"] for r in json.loads(since.stdout)] == ["new", "old"]  # by the activity
     assert runner.invoke(cli, ["--db", sqlite_url, "ls", "--sort", "name"]).exit_code == 2
@@ -269,3 +271,35 @@ def test_ls_lists_by_activity_shows_it_and_sorts_as_pi_with_sort_modified(sqlite
 def test_an_unknown_order_is_refused(store: SessionStore) -> None:
     with pytest.raises(InvalidInputError, match="sort must be one of"):
         store.list_sessions(sort="name")  # type: ignore[arg-type]
+
+
+def test_ls_shows_what_pis_session_picker_shows_cut_to_the_terminal(sqlite_url: str) -> None:
+    """pi 1.6's picker (session-selector): name, else first message (controls as spaces, trimmed),
+    pi's message count, the modified time; the line cut to the terminal's width with an ellipsis."""
+    with SessionStore(sqlite_url) as store:
+        for file in (PI_FILES["before-compaction"], PI_FILES["large-session"]):
+            store.import_jsonl(file)
+        infos = {i.id: i for i in store.list_sessions()}
+        new = store.create_session(cwd="/w", session_id="fresh")
+        store.append_message(new, user("  line one\nline two\x1b[31m\u200f  "))
+        store.create_session(cwd="/w", session_id="empty")
+    runner = CliRunner()
+    wide = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "1000"}).stdout.splitlines()
+    assert wide[0].split()[:5] == ["ID", "MODIFIED", "ACTIVE", "MSGS", "CWD"]
+    rows = {line.split()[0]: line for line in wide[1:]}
+    for sid, info in infos.items():
+        assert info.first_message and info.name is None
+        cells = rows[sid].split("  ")
+        assert str(info.message_count) in [c.strip() for c in cells], rows[sid]
+        assert rows[sid].endswith("  " + picker_text(info)), rows[sid]
+    assert rows["fresh"].endswith("  line one line two [31m\\u200f")
+    assert rows["empty"].endswith("  (no messages)")
+    narrow = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "100"}).stdout.splitlines()
+    assert all(len(line) <= 100 for line in narrow), narrow
+    assert any(line.endswith("…") for line in narrow[1:])
+    tiny = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "20"}).stdout.splitlines()
+    assert all(len(line) <= 20 for line in tiny) and tiny[1].endswith("…")
+    with SessionStore(sqlite_url) as store:
+        store.append_session_info("fresh", "named \x07session")
+    named = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "1000"}).stdout
+    assert "  named  session\n" in named  # the name wins over the first message, as in pi

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from sessionstore.models import AgentMessagesAdapter, message_dicts, message_models
 from sessionstore.models.messages import BUILTIN_MESSAGE_ADAPTER, BUILTIN_ROLES, parse_agent_message
+from sessionstore.models.roles import role_of
 from sessionstore.models.wire import MESSAGE_DICTS
 from sessionstore.models.wire_shape import MESSAGE_FIELDS
 from sessionstore.validate import SHAPE_CODES, validate_transcript
@@ -81,7 +82,7 @@ def fixture_messages() -> list[Json]:
             except (ValueError, RecursionError):  # the invalid fixtures hold broken lines
                 continue
             message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "message" else None
-            if isinstance(message, dict) and message.get("role") in BUILTIN_ROLES:
+            if isinstance(message, dict) and role_of(message) in BUILTIN_ROLES:
                 seen.setdefault(json.dumps(message, sort_keys=True), message)
     return list(seen.values())
 

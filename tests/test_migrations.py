@@ -24,7 +24,8 @@ from sessionstore.errors import SchemaTooNewError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.migrate import SCHEMA_REVISION
-from tests.conftest import BACKENDS, PG_URL, _admin_url, _database_url, drop_pg_database
+from tests.conftest import BACKENDS, _admin_url, _database_url, drop_pg_database
+from tests.requirements import POSTGRES
 
 Json = dict[str, Any]
 EARLIER = ["0001", "0002", "0003", "0004", "0005"]
@@ -493,7 +494,7 @@ def test_a_new_database_gets_the_same_schema_as_an_upgraded_one(tmp_path: Path) 
     assert schemas[0] == schemas[1]
 
 
-@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+@pytest.mark.requires(POSTGRES)
 def test_a_new_postgresql_database_gets_the_same_schema_as_an_upgraded_one(tmp_path: Path) -> None:
     query = """
         SELECT 'column', table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' '
@@ -664,3 +665,27 @@ def test_revision_0010_gives_every_session_its_activity_time_and_downgrade_drops
     assert "active_ms" not in columns and "modified_ms" in columns
     migrate.upgrade(engine)
     assert active() == {"s10": T0 + 50_000, "empty": T0 + 7_000}
+
+
+def test_revision_0011_adds_the_deleted_sources_and_downgrade_drops_them(engine: Engine) -> None:
+    """Sessions stored at 0010 read as before; the table of files whose synced session was deleted
+    starts empty, takes a row per path (an upsert), and goes with a downgrade to 0010."""
+    from alembic import command
+
+    migrate.upgrade(engine, "0010")
+    migrate.upgrade(engine)
+    with engine.begin() as conn:
+        assert "sessionstore_deleted_sources" in inspect(conn).get_table_names()
+        for sid in ("a", "b"):
+            conn.execute(text("INSERT INTO sessionstore_deleted_sources (path, session_id, deleted_at)"
+                              " VALUES ('/p/x.jsonl', :sid, 'now') ON CONFLICT (path) DO UPDATE SET"
+                              " session_id = excluded.session_id"), {"sid": sid})
+        assert conn.execute(text("SELECT path, session_id FROM sessionstore_deleted_sources")).all() == [
+            ("/p/x.jsonl", "b")]
+    config = migrate.alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0010")
+    with engine.connect() as conn:
+        assert "sessionstore_deleted_sources" not in inspect(conn).get_table_names()
+    migrate.upgrade(engine)

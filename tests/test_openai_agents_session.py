@@ -19,14 +19,12 @@ import pytest
 
 from sessionstore import AsyncSessionStore, SessionStore
 from sessionstore.openai_agents import CUSTOM_TYPE, ITEM_FIELD, SessionStoreSession
-from tests.differential.oracle import in_ci
+from tests.requirements import INSTALL_AGENTS, missing
 
 try:
     import agents
-except ImportError:  # pragma: no cover - the bench extra installs it in CI
-    if in_ci():
-        raise
-    pytest.skip("openai-agents is not installed", allow_module_level=True)
+except ImportError:  # pragma: no cover - .ci/run installs the agents extra
+    missing("openai-agents is not installed", INSTALL_AGENTS)
 
 from agents.items import ModelResponse
 from agents.models.interface import Model

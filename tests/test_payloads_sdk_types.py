@@ -5,7 +5,6 @@ provider extensions pi-ai sends untyped through the OpenAI SDK, each named below
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 from typing import Any
@@ -14,26 +13,14 @@ import pytest
 
 from sessionstore.api import SessionStore
 from sessionstore.payloads import build_payload, model_facts
-from tests.differential.oracle import in_ci
 from tests.differential.payload_cases import CONTEXTS, QUIRK_TARGETS, TARGETS
 from tests.paths import FIXTURES
+from tests.requirements import INSTALL_DEV, module
 from tests.sdk_request_types import Mismatch, check
 
-
-def sdk_module(name: str) -> Any:
-    """An SDK's request types; missing: a skip, but a failure under CI (the dev extra installs them)."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        reason = f"{name} is not importable: pip install -e '.[dev]' (the anthropic and openai SDKs)"
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason, allow_module_level=True)
-
-
-anthropic_params = sdk_module("anthropic.types.beta.message_create_params")
-chat_params = sdk_module("openai.types.chat.completion_create_params")
-responses_params = sdk_module("openai.types.responses.response_create_params")
+anthropic_params: Any = module("anthropic.types.beta.message_create_params", install=INSTALL_DEV)
+chat_params: Any = module("openai.types.chat.completion_create_params", install=INSTALL_DEV)
+responses_params: Any = module("openai.types.responses.response_create_params", install=INSTALL_DEV)
 
 REQUEST_TYPES: dict[str, Any] = {
     "anthropic-messages": anthropic_params.MessageCreateParamsStreaming,

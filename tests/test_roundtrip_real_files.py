@@ -1,7 +1,12 @@
 """Real pi sessions survive import and export unchanged, and give the context pi's own code gives.
 
 ``fixtures/pi/*.jsonl`` are v1 files written by pi; ``*.v3.jsonl`` are the same files after pi's own
-upgrade (with sessionstore's deterministic ids ``f"{index:08x}"`` where pi draws random ones).
+upgrade (with sessionstore's deterministic ids ``f"{index:08x}"`` where pi draws random ones); so are
+``fixtures/legacy``'s (``tests/differential/test_upgrades_against_pi.py`` checks them against pi).
+
+A v3 file exports byte for byte as it was imported (``tests.session_mutants.v3_export_of``: each
+line as it is, spaces and tabs at its ends included, without the carriage returns before its
+newline; blank lines dropped), its header's ``leafId`` and unknown fields included.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ import pytest
 from sessionstore.api import ImportResult, SessionStore
 from sessionstore.validate import validate_transcript
 from sessionstore.wire import SessionFileReader, dump_line, write_session_file
+from tests.session_mutants import mutant, v3_export_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PI = {name: FIXTURES / "pi" / f"{name}.jsonl" for name in ("large-session", "before-compaction")}
 TREE_V3 = FIXTURES / "valid" / "tree-v3.jsonl"
 V1_COMPACTION = FIXTURES / "legacy" / "compaction-v1.jsonl"
 V2_HOOK = FIXTURES / "legacy" / "hook-message-v2.jsonl"
+LEGACY = sorted(p for p in (FIXTURES / "legacy").glob("*.jsonl") if not p.name.endswith(".v3.jsonl"))
+V3_MUTANTS = 150
 
 each_pi_file = pytest.mark.parametrize("name", list(PI))
 
@@ -188,6 +196,14 @@ def test_unknown_fields_unknown_blocks_and_unknown_entry_types_survive_import_an
 
 
 # -- legacy and hand-made fixtures -------------------------------------------------------------
+@pytest.mark.parametrize("path", LEGACY, ids=[p.name for p in LEGACY])
+def test_a_legacy_file_exports_byte_for_byte_as_pi_rewrites_it(store: SessionStore, path: Path) -> None:
+    """Numbers as JavaScript writes them (1e3 -> 1000, -0 -> 0), escapes and key order as
+    JSON.stringify writes them, a repeated key once, blank lines and CRLF gone."""
+    sid = store.import_jsonl(path).session_id
+    assert exported(store, sid) == v3_form(path).read_bytes()
+
+
 def test_a_v2_hook_message_is_imported_as_a_custom_message_and_exported_as_v3(db: SessionStore) -> None:
     sid = db.import_jsonl(V2_HOOK).session_id
     assert [e["message"]["role"] for e in db.entries(sid)] == ["user", "custom", "assistant", "custom"]
@@ -328,3 +344,87 @@ def test_the_provider_safe_context_has_no_missing_tool_result(
         "PROVIDER_SAFE_SYNTHETIC_RESULT",
     }
     assert not any(m["role"] == "assistant" and m["stopReason"] in ("aborted", "error") for m in safe.llm)
+
+
+# -- v3 files round trip byte for byte ----------------------------------------------------------
+def test_v3_mutants_export_byte_for_byte_and_export_again_unchanged(store: SessionStore) -> None:
+    """Seeded v3 files (odd numbers, escapes, repeated keys, a header leafId and unknown header fields,
+    spaces and tabs at line ends, CRLF, CR CR LF, blank lines, no last newline) export as they are, but
+    for the CRs before a newline and the blank lines; the export imports to the same session and
+    exports the same bytes again."""
+    mismatches = []
+    for seed in range(V3_MUTANTS):
+        data = mutant(seed, 3)
+        sid = store.import_jsonl(io.BytesIO(data)).session_id
+        first = exported(store, sid)
+        if first != v3_export_of(data):
+            mismatches.append(f"mutant {seed}: {first[:200]!r}")
+            continue
+        leaf = store.leaf(sid)
+        store.import_jsonl(io.BytesIO(first), replace=True)
+        if exported(store, sid) != first or store.leaf(sid) != leaf:
+            mismatches.append(f"mutant {seed}: a second round trip changed it")
+    assert not mismatches, f"{len(mismatches)} of {V3_MUTANTS}:\n" + "\n".join(mismatches[:5])
+
+
+HEADER = '{"type":"session","version":3,"id":"rt","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"'
+
+
+def v3_file(header_tail: str, *, line_end: str = "\n", trailing: str = "") -> bytes:
+    entries = [
+        '{"type":"message","id":"a","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1}}',
+        '{"type":"message","id":"b","parentId":"a","timestamp":"2025-01-01T00:00:02.000Z",'
+        '"message":{"role":"user","content":"again","timestamp":2}}',
+    ]
+    return "".join(line + trailing + line_end for line in [HEADER + header_tail + "}", *entries]).encode()
+
+
+@pytest.mark.parametrize(("tail", "leaf"), [
+    (',"leafId":"a"', "a"), (',"leafId":"b"', "b"), (',"leafId":null', None), (',"leafId":"gone"', "b"),
+    (',"leafId":7', "b"), (',"x-origin":{"b":1E3,"a":"\\u00e9"},"leafId":"a","2":-0', "a"),
+])
+def test_a_header_leaf_id_and_unknown_header_fields_export_byte_for_byte(
+    store: SessionStore, tail: str, leaf: str | None
+) -> None:
+    data = v3_file(tail)
+    result = store.import_jsonl(io.BytesIO(data))
+    assert result.leaf_id == leaf == store.leaf("rt")
+    assert exported(store, "rt") == data
+    assert "leafId" not in store.header("rt")  # the export's record of the leaf, not a header field
+
+
+def test_a_stale_header_leaf_id_is_set_in_its_place_when_the_leaf_moved(store: SessionStore) -> None:
+    store.import_jsonl(io.BytesIO(v3_file(',"leafId":"a","x":1e3')))
+    store.branch("rt", "b")
+    header = exported(store, "rt").split(b"\n")[0]
+    assert header == (HEADER + ',"leafId":"b","x":1000}').encode()
+    store.reset_leaf("rt")
+    header = exported(store, "rt").split(b"\n")[0]
+    assert json.loads(header)["leafId"] is None
+
+
+@pytest.mark.parametrize(("trailing", "line_end"), [(" ", "\n"), ("\t \t", "\r\n"), ("", "\r\r\n"), (" ", "\r\r\n")])
+def test_spaces_and_tabs_at_line_ends_are_kept_and_the_crs_before_a_newline_dropped(
+    store: SessionStore, trailing: str, line_end: str
+) -> None:
+    data = v3_file("", line_end=line_end, trailing=trailing)
+    store.import_jsonl(io.BytesIO(data))
+    assert exported(store, "rt") == v3_file("", trailing=trailing)
+
+
+def test_the_mutants_hold_every_form_an_upgrade_rewrites_and_a_round_trip_keeps() -> None:
+    files = [mutant(seed, version) for version in (1, 2, 3) for seed in range(V3_MUTANTS)]
+    corpus = b"".join(files)
+    forms = {
+        "exponent": b"1e3", "integral float": b".0,", "negative zero": b"-0,", "1e308": b"1e308",
+        "beyond 2**53": b"9007199254740993", "beyond 64 bits": b"18446744073709551616",
+        "escaped e acute": b"\\u00e9", "escaped slash": b"\\/", "surrogate pair": b"\\ud83d\\ude00",
+        "lone surrogate": b"\\ud800", "escaped control": b"\\u0001", "index key": b'"10":',
+        "CRLF": b"}\r\n", "CR CR LF": b"\r\r\n", "trailing space": b"} \n", "trailing tab": b"}\t\n",
+        "blank line": b"\n\n", "header leafId": b'"leafId":',
+    }
+    assert [name for name, form in forms.items() if form not in corpus] == []
+    assert sum(not data.endswith(b"\n") for data in files) > 10  # no last newline
+    lines = [line for data in files for line in data.split(b"\n")]
+    assert sum(line.count(b'"timestamp"') > 2 for line in lines) > 10  # a key given twice (entry, message)

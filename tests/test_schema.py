@@ -27,6 +27,7 @@ from sessionstore.store.schema import metadata, sessions
 from sessionstore.wire import dump_line
 from tests.builders import Json, assistant, user
 from tests.conftest import BACKENDS, PG_URL, _admin_url, drop_pg_database, fresh_pg_database
+from tests.requirements import POSTGRES
 
 
 @contextmanager
@@ -62,7 +63,8 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     fts = {"sessionstore_search_fts", *(f"sessionstore_search_fts_{p}" for p in ("data", "idx", "docsize", "config"))}
     assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries",
-                      "sessionstore_usage", "sessionstore_search", "sessionstore_sources", *fts}
+                      "sessionstore_usage", "sessionstore_search", "sessionstore_sources",
+                      "sessionstore_deleted_sources", *fts}
     assert {"sessionstore_entries_append_only_update", "sessionstore_entries_append_only_delete",
             "sessionstore_entries_no_replace"} <= triggers
 
@@ -170,7 +172,7 @@ def test_postgresql_without_the_driver_names_the_extra(monkeypatch: pytest.Monke
         make_engine("postgresql://user@localhost/db")
 
 
-@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+@pytest.mark.requires(POSTGRES)
 def test_postgresql_is_never_upgraded_on_open_and_says_what_to_run() -> None:
     name = f"sessionstore_bare_{uuid.uuid4().hex[:8]}"
     admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
@@ -211,7 +213,7 @@ def test_an_import_gives_back_the_foreign_key_checks_and_page_cache_it_turned_of
         assert [s.id for s in store.list_sessions()] == ["d703a1a9-1b7b-4fb1-b512-c9738b1fe617"]
 
 
-@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+@pytest.mark.requires(POSTGRES)
 def test_postgresql_jsonb_payloads_of_revision_0001_become_json_text_with_their_entries_kept() -> None:
     name = f"sessionstore_0001_{uuid.uuid4().hex[:8]}"
     admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
@@ -336,7 +338,7 @@ def test_revision_0004_moves_the_parent_link_to_parent_seq_and_back_keeping_ever
         assert store.list_sessions() == []
 
 
-@pytest.mark.skipif(not PG_URL, reason="SESSIONSTORE_TEST_PG_URL is not set")
+@pytest.mark.requires(POSTGRES)
 def test_going_back_to_jsonb_is_refused_naming_the_entries_that_hold_a_nul(pg_template: str) -> None:
     name, db_url = fresh_pg_database(pg_template)
     try:
@@ -603,7 +605,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0010"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0011"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:

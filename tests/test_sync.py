@@ -422,8 +422,8 @@ def test_cli_sync_json_counts_failures_and_exit_status(store: SessionStore, tmp_
     assert done.exit_code == 1, done.output
     assert json.loads(done.stdout) == {
         "imported": 1, "appended": 0, "rewritten": 0, "unchanged": 0, "pruned": 0, "pending": 0, "failed": 1,
-        "entries": 2, "failures": [{"path": str(bad), "line": 2, "reason": done.stdout and json.loads(
-            done.stdout)["failures"][0]["reason"]}]}
+        "entries": 2, "gone": 0, "deleted": 0, "skipped": [],
+        "failures": [{"path": str(bad), "line": 2, "reason": json.loads(done.stdout)["failures"][0]["reason"]}]}
     bad.unlink()
     done = runner.invoke(cli, ["--db", store.url, "sync", str(root)])
     assert done.exit_code == 0 and done.stdout.strip() == (

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
@@ -65,6 +65,11 @@ def js_fixed(value: float, digits: int) -> str:
     return f"{Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP):f}"
 
 
+_THOUSANDTH = Decimal("0.001")
+_EVERY_DOUBLE = Context(prec=340, rounding=ROUND_HALF_UP)
+"""Digits enough for any finite double to a thousandth (the largest has 309 before the point)."""
+
+
 def js_locale(value: float) -> str:
     """``value.toLocaleString()`` in en-US (``Intl.NumberFormat`` defaults): thousands separators, at most
     three fraction digits, rounded half away from zero from the shortest decimal that reads back as
@@ -74,7 +79,7 @@ def js_locale(value: float) -> str:
     if math.isinf(value):
         return "-∞" if value < 0 else "∞"
     sign = "-" if math.copysign(1.0, value) < 0 else ""
-    rounded = Decimal(repr(abs(value))).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
+    rounded = Decimal(repr(abs(value))).quantize(_THOUSANDTH, context=_EVERY_DOUBLE)
     whole, _, fraction = f"{rounded:f}".partition(".")
     fraction = fraction.rstrip("0")
     return f"{sign}{int(whole):,}" + (f".{fraction}" if fraction else "")

@@ -4,21 +4,24 @@ pi keeps its sessions in ``{agentDir}/sessions/--{encoded cwd}--/{timestamp}_{id
 each sub-directory of that root (a symlink to a directory included, as pi's ``listAll`` does) for
 ``*.jsonl`` files and brings each one's session up to date. Each synced session has a source row
 (``sessionstore_sources``: the file's path, its size and mtime when last looked at, the bytes and lines
-of it in the database, the lengths and digests of its first and last consumed lines, its version as
-read, the parent ids no entry had yet, the time of the sync). Per file:
+of it in the database, the lengths and digests of its first and last consumed lines and a digest of
+the whole consumed prefix, its version as read, the parent ids no entry had yet, the time of the
+sync). Per file:
 
 - **unchanged**: same path, size and mtime (ns) as recorded: one ``stat`` (from the directory scan),
   nothing read;
 - **appended** (grown): a v3 file at least as large as the consumed offset whose first line and last
-  consumed line are the recorded ones (two small ``pread`` calls): only the bytes past the offset are
+  consumed line are the recorded ones (two small ``pread`` calls) and whose consumed prefix hashes to
+  the recorded digest (read whole: only for a file whose size or mtime changed, so a rewrite that
+  keeps the size, a middle line changed, is seen): only the bytes past the offset are
   read, and their complete lines appended in one transaction with the import's checks (duplicate id,
   parents before children, a parent naming no entry makes a root, the leaf moves to the last entry);
   the lines' numbers in errors are the file's. A grown file with nothing complete past the offset
   has its new size recorded and counts as unchanged;
-- **rewritten**: anything else (shorter than the consumed offset, a changed first or last consumed
-  line: pi rewrites a v1/v2 file as v3 when it loads it, and ``_rewriteFile`` truncates and writes the
-  whole file) and a grown v1/v2 file (the upgrade numbers entries from the start): re-imported,
-  replacing the session, in one transaction;
+- **rewritten**: anything else (shorter than the consumed offset, a changed consumed prefix: pi
+  rewrites a v1/v2 file as v3 when it loads it, and ``_rewriteFile`` truncates and writes the whole
+  file), a grown v1/v2 file (the upgrade numbers entries from the start) and a file whose
+  source row predates the prefix digest: re-imported, replacing the session, in one transaction;
 - **imported**: a path without a source row. A file whose session is in the database already is a
   failure when that session was imported by hand (``adopt`` takes it over) or is synced from another
   file that still exists; when that other file is gone the file was moved: it is imported under its
@@ -26,15 +29,26 @@ read, the parent ids no entry had yet, the time of the sync). Per file:
   already synced (a symlinked project directory beside its target) is the same file: unchanged.
 - **pending**: an empty file, or one whose header line has no newline yet (pi creates a file and
   writes its lines one at a time): skipped this time, not a failure. A last line without its newline
-  is likewise never consumed: pi's appends are ``appendFileSync`` calls of one line each, so a reader
-  may see half a line; the next sync reads it once it is complete.
-- **failed**: ``file:line: reason`` (the import's checks, unreadable files, conflicts); nothing of that
-  file is written, the other files still sync, and the source row stays as it was (the next sync
-  tries again).
+  is likewise not consumed when it is read: pi's appends are ``appendFileSync`` calls of one line
+  each, so a reader may see half a line; the next sync reads it once it is complete. A file whose
+  last line stays without its newline (a torn write: pi reads the line, and its next load of the
+  file adds the newline) is not being written once a sync finds it unchanged since the previous one:
+  that sync reads the line when it is a whole JSON object (no torn prefix of pi's one-object lines
+  is), as pi does; the newline pi adds later ends that line and reads nothing again.
+- **failed**: ``file:line: reason`` (the import's checks, unreadable files, conflicts, and any
+  unexpected failure while the file is stored, at the line read last); nothing of that file is
+  written, the other files still sync, and the source row stays as it was (the next sync tries again).
+- **skipped**: a ``*.jsonl`` name that is not a regular file (a FIFO, a device, a socket, a
+  directory), with that reason; it is never opened (reading a FIFO would block).
+
+**deleted**: a file whose synced session was deleted on purpose (``rm``, ``delete_session``: the store
+remembers the file, ``sessionstore_deleted_sources``) is not read again, whatever pi writes to it
+later, nor a file naming that session (moved since); ``include_deleted`` imports it and forgets the
+deletion. A user who deleted a session from the mirror meant it; pi still has the file.
 
 ``prune``: a synced session whose recorded path is under the directory and whose file is gone is
 deleted (only sessions with a source row; a session imported by hand is never pruned). Without it a
-session whose file is gone stays.
+session whose file is gone stays, and is counted (``gone``: an archive keeps what pi deleted).
 
 Watching (:func:`watch`) polls: a sync of an unchanged directory is a directory scan and one query
 (milliseconds for a thousand files), so polling every couple of seconds costs little, needs no
@@ -62,10 +76,20 @@ from sessionstore.errors import (
     SessionNotFoundError,
     SessionStoreError,
 )
-from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, file_check
+from sessionstore.store.sources import (
+    FileStat,
+    SourceChangedError,
+    SourceDeletedError,
+    SourceInfo,
+    file_check,
+    prefix_digest,
+    split_check,
+)
+from sessionstore.wire.codec import LineRefused, parse_line
 
 if TYPE_CHECKING:
     from sessionstore.store.entry_store import EntryStore
+    from sessionstore.wire.jsonl import Hasher
 
 
 Progress = Callable[[int, int], None]
@@ -97,7 +121,13 @@ class SyncResult:
     pending: int = 0
     entries: int = 0
     """Entries written (imports, appends and re-imports)."""
+    gone: int = 0
+    """Synced sessions under the directory whose file is gone, kept (``prune`` deletes them instead)."""
+    deleted: int = 0
+    """Files whose session was deleted on purpose, left unread (``include_deleted`` imports them)."""
     failures: list[SyncFailure] = field(default_factory=list)
+    skipped: list[SyncFailure] = field(default_factory=list)
+    """``*.jsonl`` names that are not regular files (a FIFO, a device, a socket, a directory), with why."""
 
     @property
     def failed(self) -> int:
@@ -107,20 +137,49 @@ class SyncResult:
         """Fold ``other`` in (a watch's totals; failures: the latest cycle's)."""
         for name in ("imported", "appended", "rewritten", "unchanged", "pruned", "pending", "entries"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.gone = other.gone
+        self.deleted = other.deleted
         self.failures = list(other.failures)
+        self.skipped = list(other.skipped)
 
     def to_json(self) -> dict[str, Any]:
         return {"imported": self.imported, "appended": self.appended, "rewritten": self.rewritten,
                 "unchanged": self.unchanged, "pruned": self.pruned, "pending": self.pending, "failed": self.failed,
-                "entries": self.entries, "failures": [f.to_json() for f in self.failures]}
+                "entries": self.entries, "gone": self.gone, "deleted": self.deleted,
+                "failures": [f.to_json() for f in self.failures], "skipped": [s.to_json() for s in self.skipped]}
 
     def summary(self) -> str:
-        return (f"{self.imported} imported, {self.appended} appended, {self.rewritten} rewritten, "
+        """One line of counts; what a user should know of (sources gone, names skipped) said after them."""
+        line = (f"{self.imported} imported, {self.appended} appended, {self.rewritten} rewritten, "
                 f"{self.unchanged} unchanged, {self.pruned} pruned, {self.pending} pending, {self.failed} failed")
+        if self.skipped:
+            line += f"; {_count(len(self.skipped), 'name')} skipped (not a regular file)"
+        if self.gone:
+            line += f"; {_count(self.gone, 'source')} gone, kept; --prune removes them"
+        if self.deleted:
+            line += f"; {_count(self.deleted, 'deleted session')} not synced; --include-deleted syncs them"
+        return line
 
 
-def _scan(root: Path, failures: list[SyncFailure]) -> Iterator[tuple[str, os.stat_result]]:
-    """``(path, stat)`` of every ``*.jsonl`` regular file in a sub-directory of ``root`` (symlinks followed)."""
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+_KINDS = ((stat_module.S_ISDIR, "a directory"), (stat_module.S_ISFIFO, "a FIFO"),
+          (stat_module.S_ISCHR, "a character device"), (stat_module.S_ISBLK, "a block device"),
+          (stat_module.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str:
+    """Why a ``*.jsonl`` name of ``mode`` is not synced (it is never opened: a FIFO would block the read)."""
+    kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    return f"{kind}, not a regular file: skipped"
+
+
+def _scan(root: Path, result: SyncResult) -> Iterator[tuple[str, os.stat_result]]:
+    """``(path, stat)`` of every ``*.jsonl`` regular file in a sub-directory of ``root`` (symlinks followed);
+    other ``*.jsonl`` names go to ``result.skipped``, unreadable ones to ``result.failures``."""
+    failures = result.failures
     try:
         projects = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError as exc:
@@ -143,6 +202,8 @@ def _scan(root: Path, failures: list[SyncFailure]) -> Iterator[tuple[str, os.sta
                 continue
             if stat_module.S_ISREG(info.st_mode):
                 yield file.path, info
+            else:
+                result.skipped.append(SyncFailure(file.path, None, _not_regular(info.st_mode)))
 
 
 def sync_directory(
@@ -151,25 +212,34 @@ def sync_directory(
     *,
     prune: bool = False,
     adopt: bool = False,
+    include_deleted: bool = False,
     progress: Progress | None = None,
 ) -> SyncResult:
     """Mirror the pi session directory ``directory`` (default: :func:`default_sessions_dir`) into
     ``store`` once (see the module's documentation). Raises :class:`InvalidInputError` when the
-    directory does not exist; a file that fails is reported in the result, not raised."""
+    directory does not exist; a file that fails is reported in the result, not raised. ``include_deleted``:
+    files whose session was deleted on purpose are imported again."""
     root = Path(os.path.abspath(Path(directory).expanduser() if directory is not None else default_sessions_dir()))
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "does not exist"
         raise InvalidInputError(f"the sessions directory {root} {what}")
     result = SyncResult()
     known = {source.path: source for source in store.sources()}
-    scanned = list(_scan(root, result.failures))
+    deleted = store.deleted_sources()  # path -> session id, deleted on purpose (rm)
+    deleted_ids = frozenset(deleted.values())
+    scanned = list(_scan(root, result))
     synced_files = {(info.st_dev, info.st_ino) for path, info in scanned if path in known}
     work: list[tuple[str, FileStat, SourceInfo | None, tuple[int, int]]] = []
     for path, info in scanned:
         stat = FileStat.of(info)
         source = known.get(path)
         if source is not None and source.stat == stat:
-            result.unchanged += 1
+            if source.consumed_bytes < stat.size and _whole_last_line(path, source.consumed_bytes, stat.size):
+                work.append((path, stat, source, (info.st_dev, info.st_ino)))  # unchanged since: not being written
+            else:
+                result.unchanged += 1
+        elif source is None and path in deleted and not include_deleted:
+            result.deleted += 1  # the user deleted its session: never read
         elif stat.size == 0:
             result.pending += 1  # pi creates the file, then writes it
         else:
@@ -180,21 +250,30 @@ def sync_directory(
         if source is None and file_id in synced_files:
             result.unchanged += 1  # another path to a synced file (a symlinked project directory beside it)
         else:
-            _sync_file(store, path, stat, source, result, adopt=adopt)
+            try:
+                _sync_file(store, path, stat, source, result, adopt=adopt, deleted=deleted_ids,
+                           include_deleted=include_deleted)
+            except Exception as exc:  # (not the database's: those are SessionStoreErrors) this file's failure
+                message = str(exc).strip()
+                reason = f"internal error: {type(exc).__name__}{': ' + message if message else ''}"
+                result.failures.append(SyncFailure(path, None, reason))
             synced_files.add(file_id)
         done += stat.size - (source.consumed_bytes if source else 0)
         if progress is not None:
             progress(done, total)
-    if prune:
-        seen = {path for path, _info in scanned}
-        unread = tuple(f.path.rstrip(os.sep) + os.sep for f in result.failures if f.line is None)
-        prefix = str(root).rstrip(os.sep) + os.sep
-        for source in store.sources():  # as the sync left them (a moved file took its session over)
-            path = source.path
-            if path.startswith(prefix) and path not in seen and not path.startswith(unread) and _gone(path):
-                with suppress(SessionNotFoundError):
-                    store.delete_session(source.session_id)
-                    result.pruned += 1
+    seen = {path for path, _info in scanned}
+    unread = tuple(f.path.rstrip(os.sep) + os.sep for f in result.failures if f.line is None)
+    prefix = str(root).rstrip(os.sep) + os.sep
+    after = store.sources() if work else known.values()  # as the sync left them (a moved file took its session)
+    for source in after:
+        path = source.path
+        if path.startswith(prefix) and path not in seen and not path.startswith(unread) and _gone(path):
+            if not prune:
+                result.gone += 1
+                continue
+            with suppress(SessionNotFoundError):
+                store.delete_session(source.session_id, remember_source=False)
+                result.pruned += 1
     return result
 
 
@@ -211,26 +290,32 @@ def _gone(path: str) -> bool:
 
 
 def _sync_file(
-    store: EntryStore, path: str, stat: FileStat, source: SourceInfo | None, result: SyncResult, *, adopt: bool
+    store: EntryStore, path: str, stat: FileStat, source: SourceInfo | None, result: SyncResult, *, adopt: bool,
+    deleted: frozenset[str], include_deleted: bool,
 ) -> None:
     try:
         if source is None:
-            done = store.import_source(path, stat, adopt=adopt)
+            done = store.import_source(path, stat, adopt=adopt, deleted=deleted, include_deleted=include_deleted)
             result.imported += 1
-        elif _only_grown(path, stat, source):
-            done = store.append_source(source, stat)
-            if done.entries:
-                result.appended += 1
-            else:
-                result.unchanged += 1
         else:
-            done = store.import_source(path, stat, replacing=source)
-            result.rewritten += 1
+            settled = source.stat == stat  # a last line without its newline, left as it was: read it
+            digest = _only_grown(path, stat, source)
+            if digest is not None:
+                done = store.append_source(source, stat, digest=digest, take_unterminated=settled)
+                if done.entries:
+                    result.appended += 1
+                else:
+                    result.unchanged += 1
+            else:
+                done = store.import_source(path, stat, replacing=source, take_unterminated=settled)
+                result.rewritten += 1
         result.entries += done.entries
     except IncompleteHeaderError:
         result.pending += 1
     except SourceChangedError:
         result.pending += 1  # another sync is at this file: the next sync sees what it left
+    except SourceDeletedError:
+        result.deleted += 1  # a file naming a session deleted on purpose (moved since): left
     except JsonlError as exc:
         result.failures.append(SyncFailure(path, exc.line, exc.reason))
     except SessionStoreError as exc:
@@ -240,17 +325,46 @@ def _sync_file(
         result.failures.append(SyncFailure(path, None, exc.strerror or str(exc)))
 
 
-def _only_grown(path: str, stat: FileStat, source: SourceInfo) -> bool:
-    """Whether the file at ``path`` is the consumed part of ``source`` and maybe more (a v3 file only)."""
-    if source.file_version != 3 or stat.size < source.consumed_bytes:
-        return False
+def _only_grown(path: str, stat: FileStat, source: SourceInfo) -> Hasher | None:
+    """The hasher of the consumed prefix (:func:`~sessionstore.store.sources.prefix_digest`) when the file
+    at ``path`` is the consumed part of ``source`` and maybe more (a v3 file only), else ``None``. The first
+    and last consumed lines are compared first (two small reads); then the whole consumed prefix is
+    hashed: only for a file whose size or mtime changed, so an unchanged directory reads nothing."""
+    head, tail, prefix = split_check(source.check)
+    if source.file_version != 3 or stat.size < source.consumed_bytes or prefix is None:
+        return None
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         check = file_check(fd, head_bytes=source.head_bytes, consumed_bytes=source.consumed_bytes,
                            tail_bytes=source.tail_bytes)
+        if check != f"{head}:{tail}":
+            return None
+        digest = prefix_digest(fd, source.consumed_bytes)
     finally:
         os.close(fd)
-    return check == source.check
+    return digest if digest.hexdigest() == prefix else None
+
+
+def _whole_last_line(path: str, offset: int, size: int) -> bool:
+    """Whether the bytes of ``path`` from ``offset`` to ``size`` are one line without its newline that is a
+    whole JSON object (pi reads it; a torn write is never one). Unreadable: ``False`` (the sync reports it
+    when the file changes)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        tail = os.pread(fd, size - offset, offset)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if b"\n" in tail or not tail.strip():
+        return False
+    try:
+        return isinstance(parse_line(tail), dict)
+    except (LineRefused, ValueError, ArithmeticError):  # not a line pi reads whole: left as it is
+        return False
 
 
 def watch(
@@ -261,6 +375,7 @@ def watch(
     cycles: int | None = None,
     prune: bool = False,
     adopt: bool = False,
+    include_deleted: bool = False,
     on_cycle: Callable[[SyncResult], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> SyncResult:
@@ -274,7 +389,7 @@ def watch(
     while cycles is None or cycle < cycles:
         if cycle:
             sleep(interval)
-        once = sync_directory(store, directory, prune=prune, adopt=adopt)
+        once = sync_directory(store, directory, prune=prune, adopt=adopt, include_deleted=include_deleted)
         totals.add(once)
         if on_cycle is not None:
             on_cycle(once)

@@ -13,9 +13,10 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from functools import wraps
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
+    from sessionstore.store.records import SessionInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -82,6 +84,18 @@ def say(text: str = "", *, err: bool = False, escaped: bool = False) -> None:
     except LookupError:  # an encoding Python does not know
         data = (shown + "\n").encode("utf-8", "backslashreplace")
     _write(data, err=err)
+
+
+def terminal_columns() -> int | None:
+    """The width text output fits: ``$COLUMNS`` when it is a positive integer, else the terminal's
+    when stdout is one, else ``None`` (a pipe or a file: lines are not cut)."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def emit_json(value: Any) -> None:
@@ -319,17 +333,24 @@ class Ctx:
     def entry_id(self, session_id: str, given: str) -> str:
         """An entry id of session ``session_id`` as a command was given it: the exact id wins, else the
         entry whose id is the only one starting with ``given`` (at least :data:`ENTRY_PREFIX`
-        characters); several raise an error listing them. Anything else is given back as it is (the
-        command then says the entry is not found)."""
-        found = self.store.entry_ids_with_prefix(session_id, given, limit=AMBIGUOUS_SHOWN + 1)
-        if not found or found[0][0] == given or len(given) < ENTRY_PREFIX:  # (an exact id sorts first)
+        characters); several raise an error listing them, and so does a shorter prefix that is not an id
+        but starts some (it is too short). Anything else is given back as it is (the command then says
+        the entry is not found)."""
+        found = self.store.entry_ids_with_prefix(session_id, given, limit=PREFIX_COUNTED + 1)  # (ids only: cheap)
+        if not found or found[0][0] == given:  # (an exact id sorts first)
             return given
-        if len(found) == 1:
+        if len(given) >= ENTRY_PREFIX and len(found) == 1:
             return found[0][0]
-        count = f"more than {AMBIGUOUS_SHOWN}" if len(found) > AMBIGUOUS_SHOWN else str(len(found))
-        shown = ", ".join(self._entry_candidate(session_id, eid, kind) for eid, kind in found[:AMBIGUOUS_SHOWN])
-        raise InvalidInputError(f"entry prefix {render.safe_line(given)} is ambiguous: {count} entries start"
-                                f" with it: {shown}" + (", ..." if len(found) > AMBIGUOUS_SHOWN else ""))
+        count = f"more than {PREFIX_COUNTED}" if len(found) > PREFIX_COUNTED else str(len(found))
+        listed = AMBIGUOUS_SHOWN if len(given) >= ENTRY_PREFIX else TOO_SHORT_SHOWN
+        shown = ", ".join(self._entry_candidate(session_id, eid, kind) for eid, kind in found[:listed])
+        shown += ", ..." if len(found) > listed else ""
+        starts = "entry starts" if len(found) == 1 else "entries start"
+        if len(given) < ENTRY_PREFIX:
+            raise InvalidInputError(f"entry prefix {render.safe_line(given)} is too short (an entry prefix needs"
+                                    f" at least {ENTRY_PREFIX} characters): {count} {starts} with it: {shown}")
+        raise InvalidInputError(f"entry prefix {render.safe_line(given)} is ambiguous: {count} {starts}"
+                                f" with it: {shown}")
 
     def _entry_candidate(self, session_id: str, entry_id: str, kind: str) -> str:
         """A candidate of an ambiguous entry prefix: its id, type and a short preview."""
@@ -361,14 +382,54 @@ class Ctx:
             store.close()
 
 
+class OneLineClickError(click.ClickException):
+    """A click error (a usage error, a bad parameter, a file click could not open) shown as one
+    ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block; exit
+    status 2, as every error of the command line."""
+
+    exit_code = 2
+
+    def __init__(self, original: click.ClickException) -> None:
+        super().__init__(original.format_message())
+        self.original = original
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        message = self.message.rstrip().removesuffix(".")
+        original = self.original
+        if isinstance(original, click.exceptions.NoSuchOption):
+            message += "; an argument that starts with '-' goes after '--'"
+        context = original.ctx if isinstance(original, click.UsageError) else None
+        if context is not None and context.command.get_help_option(context) is not None:
+            message += f" (try '{context.command_path} --help')"
+        say(f"error: {one_line(message)}", err=True)
+
+
+def _one_line(exc: click.ClickException) -> click.ClickException:
+    if isinstance(exc, OneLineClickError | click.exceptions.NoArgsIsHelpError):  # (the latter shows the help)
+        return exc
+    return OneLineClickError(exc)
+
+
 class SessionstoreGroup(click.Group):
     """The root group: the group callback, every subcommand and closing the store all run inside
-    :func:`reported_errors`, so no failure anywhere prints a traceback."""
+    :func:`reported_errors`, so no failure anywhere prints a traceback; click's own errors (of the
+    command line, of any command) are one ``error:`` line (:class:`OneLineClickError`), exit 2."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _one_line(exc) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         with reported_errors():
             try:
                 result = super().invoke(ctx)
+            except click.ClickException as exc:
+                with suppress(Exception):
+                    _close(ctx)
+                raise _one_line(exc) from exc
             except BaseException:
                 with suppress(Exception):  # already failing (or exiting): that is what to report
                     _close(ctx)
@@ -541,7 +602,11 @@ def _import_files(paths: tuple[str, ...]) -> list[str]:
         if given == "-":
             files.append(given)
         elif os.path.isdir(given):
-            files += sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            found = sorted(str(p) for p in Path(given).rglob("*.jsonl") if p.is_file())
+            if not found:
+                say(f"warning: {render.safe_line(given)} holds no *.jsonl file: nothing imported from it", err=True,
+                    escaped=True)
+            files += found
         elif glob.has_magic(given) and not os.path.exists(given):
             matches = sorted(m for m in glob.glob(os.path.expanduser(given), recursive=True) if os.path.isfile(m))
             if not matches:
@@ -571,6 +636,8 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
                 result = ctx.store.import_jsonl(source, lenient=lenient, replace=replace, progress=advance)
     except SessionExistsError as exc:
         if skip_existing:
+            say(f"skipped {render.safe_line(name)}: session {render.safe_line(exc.session_id)} is in the database"
+                " already (--skip-existing)", err=True, escaped=True)
             return {"file": name, "status": "exists", "sessionId": exc.session_id}
         return _import_failed(name, exc)
     except (StoreError, SchemaError, BackendUnavailableError, DatabaseProblem):
@@ -788,16 +855,64 @@ def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
 @handle_errors
 @entry_prefixes("leaf")
 def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
-    """Validate the context at the leaf; exit 1 when a shape or linkage error is found."""
+    """Validate the context at the leaf of SESSION (or at --leaf): what a model call would get.
+
+    Each finding is an error (a bad shape, a broken tool round the provider-safe projection cannot
+    repair), repaired (a tool call an aborted turn left without a result: context --provider-safe, as
+    pi-ai before every call, sends a synthetic error result) or a warning (context building read
+    something as pi does). The last line is the verdict, naming the session and the leaf.
+
+    \b
+    Exit status: 0 valid (nothing wrong, or only what the projection repairs);
+    1 invalid (an error remains); 2 the command could not run (no such session, ...)."""
+    from sessionstore.context import project
+
     session_id = ctx.session_id(session)
-    diagnostics = ctx.store.validate(session_id, leaf_id=UNSET if leaf is None else leaf)
-    errors = [d for d in diagnostics if d.code in ERROR_CODES]
+    result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf)
+    safe = project(cast(list[dict[str, Any]], result.messages), result.entry_ids, provider_safe_repairs=True).llm
+    findings = _classified(result.diagnostics, safe)
+    errors = sum(1 for severity, _ in findings if severity == "error")
+    repaired = sum(1 for severity, _ in findings if severity == "repaired")
+    verdict = render.validation_verdict(session_id, result.leaf_id, errors=errors, repaired=repaired,
+                                        warnings=len(findings) - errors - repaired)
     if as_json:
-        emit_json({"sessionId": session_id, "valid": not errors, "diagnostics": [d.to_json() for d in diagnostics]})
+        emit_json({"sessionId": session_id, "leafId": result.leaf_id, "valid": not errors, "errors": errors,
+                   "repaired": repaired, "warnings": len(findings) - errors - repaired,
+                   "diagnostics": [{**d.to_json(), "severity": severity} for severity, d in findings],
+                   "verdict": verdict})
     else:
-        say(render.render_diagnostics(diagnostics))
+        say(render.render_validation(findings, verdict))
     if errors:
-        sys.exit(1)
+        ctx_exit(1)
+
+
+def _classified(diagnostics: list[Any], provider_safe_llm: list[Any]) -> list[tuple[str, Any]]:
+    """Each finding with its severity: ``error`` (a shape or linkage error the provider-safe projection
+    leaves in place: its projected messages still have a linkage finding of that code), ``repaired``
+    (one it removes: a call without a result gets a synthetic one, an aborted turn is not sent) or
+    ``warning``; then, as errors, the linkage findings the projection makes (a result whose call was
+    in a dropped turn) that the messages did not have."""
+    from collections import Counter
+
+    from sessionstore.validate import LINKAGE_CODES, SHAPE_CODES, validate_transcript
+
+    projected = [d for d in validate_transcript(provider_safe_llm) if d.code in LINKAGE_CODES]
+    left: Counter[str] = Counter(d.code for d in projected)
+    out: list[tuple[str, Any]] = []
+    for d in diagnostics:
+        if d.code in SHAPE_CODES:
+            out.append(("error", d))
+        elif d.code in LINKAGE_CODES and left[d.code] > 0:
+            left[d.code] -= 1
+            out.append(("error", d))
+        else:
+            out.append(("repaired" if d.code in LINKAGE_CODES else "warning", d))
+    for d in projected:
+        if left[d.code] > 0:
+            left[d.code] -= 1
+            out.append(("error", replace(d, message=f"after the provider-safe projection: {d.message}",
+                                         message_index=None)))
+    return out
 
 
 def _since_ms(since: str | None) -> int | None:
@@ -827,15 +942,23 @@ def _since_ms(since: str | None) -> int | None:
 def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort: str, as_json: bool,
            as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
-    order, by pi's MODIFIED), with pi's message count and first message. --since goes by the same time."""
+    order, by pi's MODIFIED), with what pi's session picker shows: pi's message count (MSGS) and the
+    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe).
+    --since goes by the same time. SOURCE: the file a synced session mirrors, '(gone)' when it no longer
+    exists (--json: sourceGone, null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
+    gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
+
+    def row(info: SessionInfo) -> dict[str, Any]:
+        return {**info.to_json(), "sourceGone": None if info.source_path is None else info.source_path in gone}
+
     if as_lines:
-        emit_json_lines(i.to_json() for i in infos)
+        emit_json_lines(row(i) for i in infos)
     elif as_json:
-        emit_json([i.to_json() for i in infos])
+        emit_json([row(i) for i in infos])
     else:
-        say(render.render_sessions(infos))
+        say(render.render_sessions(infos, width=terminal_columns(), gone=gone))
 
 
 @cli.command()
@@ -1051,7 +1174,26 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None
         entry_id = store.branch_with_summary(
             sid, at, _text_field(data, "summary"), details=data.get("details"), usage=data.get("usage"),
             from_hook=from_hook if isinstance(from_hook, bool) else None, expected_leaf=at)
-    emit_json({"sessionId": sid, "entryId": entry_id}) if as_json else say(entry_id)
+    warnings = _role_warnings(data) if kind == "message" else []
+    for warning in warnings:
+        say(f"warning: {warning}", err=True)
+    if as_json:
+        emit_json({"sessionId": sid, "entryId": entry_id, **({"warnings": warnings} if warnings else {})})
+    else:
+        say(entry_id)
+
+
+def _role_warnings(message: dict[str, Any]) -> list[str]:
+    """What to tell of a stored message whose role no one declared (pi's roles, or one an application
+    registered): it is kept as given, and read as pi reads an unknown role."""
+    from sessionstore.models.roles import known_roles
+
+    role = message.get("role")
+    if isinstance(role, str) and role in known_roles():
+        return []
+    known = ", ".join(sorted(known_roles()))
+    return [f"role {render.safe_line(js_dumpb(role).decode())} is not a known role ({known};"
+            " an application adds one with register_role): stored as given"]
 
 
 def _text_field(data: dict[str, Any], key: str) -> str:
@@ -1165,10 +1307,11 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
     """Compact the history before a cut that keeps about --keep-recent-tokens."""
     sid = ctx.session_id(session)
     if plan_only:
-        plan = ctx.store.plan_compaction(sid, keep_recent_tokens=keep_recent_tokens)
-        if plan is None:
-            fail("nothing to compact (no entries, or the leaf is a compaction)")
-            return
+        from sessionstore.context.compaction import plan_or_reason
+
+        plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
+        if isinstance(plan, str):
+            fail(f"nothing to compact: {plan}")
         if as_json:
             emit_json(plan.to_json())
             return
@@ -1203,6 +1346,10 @@ RM_PREFIX = 8
 """The shortest session-id prefix ``rm`` takes (``rm 5`` in a script must not delete a session)."""
 AMBIGUOUS_SHOWN = 10
 """Candidates an ambiguous-prefix error lists."""
+TOO_SHORT_SHOWN = 3
+"""Entries a too-short entry prefix's error lists (of those that start with it)."""
+PREFIX_COUNTED = 1000
+"""Entries a prefix error counts exactly (more: "more than 1000")."""
 
 
 @cli.command("rm")
@@ -1212,7 +1359,8 @@ AMBIGUOUS_SHOWN = 10
 @handle_errors
 def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
     """Delete a session and all its entries. SESSION is its full id or a unique prefix of at least 8
-    characters; on a terminal it asks first, elsewhere it refuses without --yes.
+    characters; on a terminal it asks first, elsewhere it refuses without --yes. A synced session's
+    file is left, and sync does not import it again unless --include-deleted.
 
     \b
     Example:
@@ -1226,8 +1374,12 @@ def rm_cmd(ctx: Ctx, session: str, yes: bool) -> None:
         if not sys.stdin.isatty():
             fail(f"not deleting {sid} without --yes (stdin is not a terminal to ask on)")
         click.confirm(f"delete session {sid}?", abort=True)
+    synced_from = ctx.store.session(sid).source_path
     ctx.store.delete_session(sid)
     say(f"deleted {sid}", err=True)
+    if synced_from is not None:
+        say(f"it was synced from {synced_from}, which stays; sync will not import it again"
+            " (sync --include-deleted does)", err=True)
 
 
 @cli.command()

@@ -1,18 +1,21 @@
 """Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed).
 
 Session data can hold anything, so every rendering goes through :func:`safe_text`: characters that a
-terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional overrides) are
-shown as escapes (``\\x1b``, ``\\u202e``) instead of being sent to the terminal, and lone surrogates as
-``\\udxxx`` (they cannot be encoded).
+terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional marks, embeddings,
+overrides and isolates, the line and paragraph separators U+2028/U+2029) are shown as escapes
+(``\\x1b``, ``\\u202e``, ``\\u2028``) instead of being sent to the terminal, and lone surrogates as
+``\\udxxx`` (they cannot be encoded). ``--json`` output is JSON and keeps them as they are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sessionstore.models.js import json_type
+from sessionstore.models.roles import role_of
 from sessionstore.wire.jsjson import js_dumps
 
 if TYPE_CHECKING:
@@ -20,14 +23,14 @@ if TYPE_CHECKING:
     from sessionstore.store.records import SessionInfo, TreeNode
     from sessionstore.validate import Diagnostic
 
-# C0 controls but newline and tab, DEL, C1 controls, bidi embeddings/overrides/isolates, surrogates
-# (a pair held as two code points is one character; a lone one cannot be encoded)
-_UNSAFE = re.compile(
-    "\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
-)
-_UNSAFE_IN_LINE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
-)
+# What a terminal acts on, besides newline and tab: C0 controls, DEL, C1 controls (NEL among them),
+# the bidi marks (ALM, LRM, RLM), embeddings, overrides and isolates, the line and paragraph separators
+# (U+2028/9: a line break to some terminals and viewers), and surrogates (a pair held as two code
+# points is one character; a lone one cannot be encoded). One list, for every text output.
+_TERMINAL_ACTS_ON = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_SURROGATES = "[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
+_UNSAFE = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
+_UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
 _SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -78,48 +81,73 @@ def _blocks(content: Any, limit: int | None) -> list[str]:
             continue
         kind = block.get("type")
         if kind == "text":
-            lines.append(clip(str(block.get("text", "")), limit))
+            lines.append(clip(text_of(block.get("text", "")), limit))
         elif kind == "thinking":
-            lines.append("(thinking) " + clip(str(block.get("thinking", "")), limit))
+            lines.append("(thinking) " + clip(text_of(block.get("thinking", "")), limit))
         elif kind == "toolCall":
             args = js_dumps(block.get("arguments"))
-            lines.append(f"→ {block.get('name')}({clip(args, limit)})  [call {block.get('id')}]")
+            lines.append(f"→ {shown(block.get('name'))}({clip(args, limit)})  [call {shown(block.get('id'))}]")
         elif kind == "image":
-            lines.append(f"<image {block.get('mimeType')}>")
+            lines.append(f"<image {shown(block.get('mimeType'))}>")
         else:
-            lines.append(f"<{kind}>")
+            lines.append(f"<{shown(kind)}>")
     return lines
 
 
 def shown(value: Any) -> str:
     """A value in text output: ``-`` for one that is missing (never Python's ``None``)."""
-    return "-" if value is None else str(value)
+    return "-" if value is None else text_of(value)
 
 
-def message_lines(message: Mapping[str, Any], limit: int | None) -> list[str]:
-    role = message.get("role")
+def text_of(value: Any) -> str:
+    """A value of the session's data as text: a string as it is, anything else as its JSON (a role, a
+    name or a text that is an object reads as JSON, never as a Python repr)."""
+    return value if isinstance(value, str) else js_dumps(value)
+
+
+def role_label(message: Any) -> str:
+    """How text output names a message's role: the role when it is a string, else its JSON, and a
+    message that is not an object (pi keeps it in the context, and sends nothing of it) by its type."""
+    if not isinstance(message, Mapping):
+        return f"({json_type(message)}, not a message)"
+    if "role" not in message:
+        return "(no role)"
+    role = message["role"]
+    return role if isinstance(role, str) else js_dumps(role)
+
+
+def _quoted(value: Any) -> str:
+    """A label or name as text output quotes it (a string as Python's repr, else its JSON)."""
+    return repr(value) if isinstance(value, str) else js_dumps(value)
+
+
+def message_lines(message: Any, limit: int | None) -> list[str]:
+    """A message's head line and indented body (a message that is not an object: its JSON)."""
+    if not isinstance(message, Mapping):
+        return [role_label(message), "    " + clip(js_dumps(message), limit)]
+    role = role_of(message)
     if role == "assistant":
         head = (f"assistant ({shown(message.get('provider'))}/{shown(message.get('model'))},"
                 f" stop: {shown(message.get('stopReason'))})")
         body = _blocks(message.get("content"), limit)
         if message.get("errorMessage"):
-            body.append(f"error: {message['errorMessage']}")
+            body.append(f"error: {text_of(message['errorMessage'])}")
     elif role == "toolResult":
         head = f"toolResult {shown(message.get('toolName'))} [call {shown(message.get('toolCallId'))}]" + (
             " (error)" if message.get("isError") else ""
         )
         body = _blocks(message.get("content"), limit)
     elif role == "bashExecution":
-        head = f"bashExecution $ {message.get('command')} (exit {message.get('exitCode')})"
-        body = [clip(str(message.get("output", "")), limit)]
+        head = f"bashExecution $ {shown(message.get('command'))} (exit {shown(message.get('exitCode'))})"
+        body = [clip(text_of(message.get("output", "")), limit)]
     elif role in ("compactionSummary", "branchSummary"):
         head = str(role)
-        body = [clip(str(message.get("summary", "")), limit)]
+        body = [clip(text_of(message.get("summary", "")), limit)]
     elif role == "custom":
-        head = f"custom {message.get('customType')}"
+        head = f"custom {shown(message.get('customType'))}"
         body = _blocks(message.get("content"), limit)
     else:
-        head = str(role)
+        head = role_label(message)
         body = _blocks(message.get("content"), limit)
     return [head] + ["    " + line.replace("\n", "\n    ") for line in body]
 
@@ -146,22 +174,54 @@ def render_context(result: ContextResult, *, limit: int | None = 400) -> str:
 def render_diagnostics(diagnostics: Sequence[Diagnostic]) -> str:
     if not diagnostics:
         return "diagnostics: none"
-    lines = [f"diagnostics: {len(diagnostics)}"]
-    for d in diagnostics:
-        where = f"message {d.message_index}" if d.message_index is not None else "transcript"
-        entry = f", entry {d.entry_id}" if d.entry_id else ""
-        lines.append(safe_line(f"  {d.code} ({where}{entry}): {d.message}"))
+    return "\n".join([f"diagnostics: {len(diagnostics)}", *(_diagnostic_line(d) for d in diagnostics)])
+
+
+_SEVERITY_HEADINGS = {
+    "error": "errors (the provider-safe projection cannot repair them)",
+    "repaired": "repaired by the provider-safe projection (context --provider-safe, as pi-ai before each call)",
+    "warning": "warnings",
+}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def validation_verdict(session_id: str, leaf_id: str | None, *, errors: int, repaired: int, warnings: int) -> str:
+    """``validate``'s last line: the session, the leaf, valid or not, and what was found."""
+    found = [part for n, part in ((errors, _count(errors, "error")), (repaired, f"{repaired} repaired"),
+                                  (warnings, _count(warnings, "warning"))) if n]
+    state = "invalid" if errors else "valid"
+    return safe_line(f"session {session_id} at leaf {shown(leaf_id)}: {state}"
+                     + (f" ({', '.join(found)})" if found else " (nothing found)"))
+
+
+def render_validation(findings: Sequence[tuple[str, Diagnostic]], verdict: str) -> str:
+    """``validate``'s text: the findings grouped by severity (errors first), then the verdict line."""
+    lines: list[str] = []
+    for severity, heading in _SEVERITY_HEADINGS.items():
+        group = [d for s, d in findings if s == severity]
+        if group:
+            lines.append(f"{heading}: {len(group)}")
+            lines.extend(_diagnostic_line(d) for d in group)
+    lines.append(verdict)
     return "\n".join(lines)
+
+
+def _diagnostic_line(d: Diagnostic) -> str:
+    where = f"message {d.message_index}" if d.message_index is not None else "transcript"
+    entry = f", entry {d.entry_id}" if d.entry_id else ""
+    return safe_line(f"  {d.code} ({where}{entry}): {d.message}")
 
 
 def describe_entry(entry: dict[str, Any]) -> str:
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        message = message if isinstance(message, dict) else {}
-        role = message.get("role")
+        head = role_label(message)
         text = clip(" ".join(" ".join(message_lines(message, None)[1:]).split()), 70)
-        return f"{role}: {text}" if text else str(role)
+        return f"{head}: {text}" if text else head
     if kind == "model_change":
         return f"model → {shown(entry.get('provider'))}/{shown(entry.get('modelId'))}"
     if kind == "thinking_level_change":
@@ -170,17 +230,17 @@ def describe_entry(entry: dict[str, Any]) -> str:
         return (f"compaction (keeps from {shown(entry.get('firstKeptEntryId'))},"
                 f" {shown(entry.get('tokensBefore'))} tokens before)")
     if kind == "branch_summary":
-        return f"branch summary (from {shown(entry.get('fromId'))}): {clip(str(entry.get('summary', '')), 60)}"
+        return f"branch summary (from {shown(entry.get('fromId'))}): {clip(text_of(entry.get('summary', '')), 60)}"
     if kind == "label":
         label, target = entry.get("label"), shown(entry.get("targetId"))
-        return f"label {target} cleared" if label is None else f"label {target} = {label!r}"
+        return f"label {target} cleared" if label is None else f"label {target} = {_quoted(label)}"
     if kind == "session_info":
-        return "name cleared" if entry.get("name") is None else f"name = {entry.get('name')!r}"
+        return "name cleared" if entry.get("name") is None else f"name = {_quoted(entry.get('name'))}"
     if kind == "custom":
         return f"custom {shown(entry.get('customType'))}"
     if kind == "custom_message":
         return f"custom message {shown(entry.get('customType'))}"
-    return str(kind)
+    return shown(kind)
 
 
 FOLD_AT = 8
@@ -251,17 +311,78 @@ def ms_to_iso(ms: int | None) -> str:
         return str(ms)
 
 
-def render_sessions(infos: Sequence[SessionInfo]) -> str:
-    """The ``ls`` table: MODIFIED is pi's (the last message), ACTIVE the last activity of any kind."""
+_PICKER_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+
+
+def picker_text(info: SessionInfo) -> str:
+    """What pi 1.6's session picker shows of a session: its name, else its first message (``(no
+    messages)`` without one), C0 controls and DEL as spaces, trimmed (``session-selector``)."""
+    text = info.name or info.first_message or "(no messages)"
+    return safe_line(_PICKER_CONTROLS.sub(" ", text).strip())
+
+
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: wide and fullwidth characters take two, combining marks and
+    zero-width format characters none."""
+    import unicodedata
+
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to fit ``width`` columns with ``ellipsis`` at the end (pi-tui's ``truncateToWidth``)."""
+    if display_width(text) <= width:
+        return text
+    room = max(0, width - display_width(ellipsis))
+    out, used = [], 0
+    for char in text:
+        w = display_width(char)
+        if used + w > room:
+            break
+        out.append(char)
+        used += w
+    return "".join(out) + ellipsis
+
+
+PICKER_MIN_WIDTH = 10
+"""The fewest columns the message column gets however narrow the terminal (pi's picker: 10)."""
+
+
+def _source_cell(path: str | None, gone: Container[str]) -> str:
+    if path is None:
+        return "-"
+    return f"{path} (gone)" if path in gone else path
+
+
+def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = ()) -> str:
+    """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
+    last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
+    else the first message (:func:`picker_text`), cut to fit ``width`` columns (the terminal's; at
+    least :data:`PICKER_MIN_WIDTH`), then each line cut to ``width`` as pi's picker does (``None``:
+    nothing is cut). SOURCE, the synced file, only when a session
+    has one, ``(gone)`` after it when it is in ``gone``."""
     if not infos:
         return "no sessions"
-    synced = any(i.source_path is not None for i in infos)  # the SOURCE column only when a session has one
-    rows: list[tuple[str, ...]] = [("ID", "NAME", "CWD", "ENTRIES", "CREATED", "MODIFIED", "ACTIVE",
-                                    *(("SOURCE",) * synced))]
+    synced = any(i.source_path is not None for i in infos)
+    rows: list[tuple[str, ...]] = [("ID", "MODIFIED", "ACTIVE", "MSGS", "CWD", *(("SOURCE",) * synced),
+                                    "NAME OR FIRST MESSAGE")]
     for i in infos:
-        created = i.created[:16].replace("T", " ")
-        cells = (i.id, i.name or "-", i.cwd, str(i.entry_count), created, ms_to_iso(i.modified_ms),
-                 ms_to_iso(i.active_ms), *((i.source_path or "-",) * synced))
-        rows.append(tuple(safe_line(cell) for cell in cells))
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r)).rstrip() for r in rows)
+        cells = (i.id, ms_to_iso(i.modified_ms), ms_to_iso(i.active_ms), str(i.message_count), i.cwd,
+                 *((_source_cell(i.source_path, gone),) * synced))
+        rows.append((*(safe_line(cell) for cell in cells), picker_text(i)))
+    columns = len(rows[0]) - 1
+    widths = [max(display_width(r[c]) for r in rows) for c in range(columns)]
+    lead = sum(widths) + 2 * columns
+    room = None if width is None else max(PICKER_MIN_WIDTH, width - lead)
+    lines: list[str] = []
+    for r in rows:
+        padded = [cell + " " * (widths[c] - display_width(cell)) for c, cell in enumerate(r[:columns])]
+        last = r[columns] if room is None else truncate_to_width(r[columns], room)
+        line = ("  ".join(padded) + "  " + last).rstrip()
+        lines.append(line if width is None else truncate_to_width(line, width))  # (as pi cuts each line)
+    return "\n".join(lines)

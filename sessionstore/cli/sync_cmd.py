@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
+from sessionstore.cli import render
 from sessionstore.cli.main import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
 from sessionstore.wire.jsjson import js_dumpb
 
@@ -49,8 +50,10 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
         else:
             emit_json(result.to_json())
         return
-    for failure in result.failures:
-        say(f"failed: {failure}", err=True)
+    for skipped in result.skipped:
+        say(f"skipped: {render.safe_line(str(skipped))}", err=True, escaped=True)
+    for failure in result.failures:  # a name may hold a newline: one line each, escaped
+        say(f"failed: {render.safe_line(str(failure))}", err=True, escaped=True)
     say(result.summary())
 
 
@@ -58,6 +61,8 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--prune", is_flag=True, help="Delete synced sessions whose file is gone (never one imported by hand).")
 @click.option("--adopt", is_flag=True, help="Let a file take over the session of its id when it was imported by hand.")
+@click.option("--include-deleted", is_flag=True,
+              help="Import again the files whose session was deleted (rm); otherwise they are left.")
 @click.option("--watch", "watching", is_flag=True, help="Keep mirroring as pi writes (polls every --interval s).")
 @click.option("--interval", type=click.FloatRange(min=0.0), default=DEFAULT_INTERVAL, show_default=True,
               metavar="SECONDS", help="With --watch: seconds between two syncs.")
@@ -66,15 +71,18 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
 @json_option
 @pass_ctx
 @handle_errors
-def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: bool, interval: float,
-         watch_cycles: int | None, silent: bool, as_json: bool) -> None:
+def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, include_deleted: bool, watching: bool,
+         interval: float, watch_cycles: int | None, silent: bool, as_json: bool) -> None:
     """Mirror a pi session directory into the database.
 
     DIRECTORY defaults to $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions. New files are
     imported, grown files get their new complete lines appended, rewritten files are re-imported,
     unchanged files cost a stat. A file that fails is reported as file:line and the others still
-    sync; the exit status is then 1. Prints the counts (--json: imported, appended, rewritten,
-    unchanged, pruned, pending, failed, entries, failures).
+    sync; the exit status is then 1. A session whose file is gone stays (counted; --prune deletes
+    it); a file whose session was deleted with rm is left (counted; --include-deleted imports it).
+    Names that are not regular files (FIFOs, devices) are skipped with the reason. Prints the
+    counts (--json: imported, appended, rewritten, unchanged, pruned, pending, failed, entries,
+    gone, deleted, failures, skipped).
 
     \b
     Example:
@@ -86,7 +94,7 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: b
     if not watching:
         bar = _Bar(not silent and not as_json and sys.stderr.isatty())
         try:
-            result = store.sync(root, prune=prune, adopt=adopt, progress=bar)
+            result = store.sync(root, prune=prune, adopt=adopt, include_deleted=include_deleted, progress=bar)
         finally:
             bar.close()
         _report(result, as_json=as_json)
@@ -108,7 +116,8 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, watching: b
     if not as_json:
         say(f"watching {root} (every {interval:g} s; Ctrl-C stops)", err=True)
     with suppress(KeyboardInterrupt):  # Ctrl-C ends the watch: the totals follow
-        store.watch_sync(root, interval=interval, cycles=watch_cycles, prune=prune, adopt=adopt, on_cycle=cycle)
+        store.watch_sync(root, interval=interval, cycles=watch_cycles, prune=prune, adopt=adopt,
+                         include_deleted=include_deleted, on_cycle=cycle)
     if as_json:
         _write(js_dumpb({"total": totals.to_json()}) + b"\n")
     else:

@@ -24,6 +24,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.roles import role_of
 from sessionstore.models.rules import sets_model, sets_thinking_level
 from sessionstore.validate import Diagnostic
 
@@ -276,7 +277,7 @@ def apply_edit(messages: list[Any], edit: Mapping[str, Any]) -> list[Any]:
     content = js.get(replacement, "content")
     projected: list[Any] = []
     for message in messages:
-        role = js.get(message, "role")
+        role = role_of(message)
         if role not in EDITABLE_ROLES:
             projected.append(message)
             continue
@@ -387,7 +388,7 @@ def _entry_projection(
     edit = edits.get(_id(entry) or "") if edits else None
     if edit is not None:
         if "replacement" in edit and edit["replacement"] is not None and not any(
-            js.get(m, "role") in EDITABLE_ROLES for m in messages
+            role_of(m) in EDITABLE_ROLES for m in messages
         ):
             diagnostics.append(
                 _diagnostic("CONTEXT_EDIT_NO_EFFECT", edit,

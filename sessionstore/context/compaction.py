@@ -17,6 +17,7 @@ from sessionstore.context.build import ProjectedEntry, entry_messages, project_e
 from sessionstore.context.system import current_system_message
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.roles import role_of
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsjson import js_dumps
 
@@ -55,7 +56,7 @@ def _text_and_image_chars(content: Any) -> int:
 def estimate_tokens(message: Any) -> int:
     """pi 1.6's ``estimateTokens``: ceil(chars / 4); images 4,800 chars; a system message counts its
     content, sections and ``JSON.stringify(toolsAdded)``; 0 for what is not a message object."""
-    role = js.get(message, "role")
+    role = role_of(message)
     chars = 0
     if role == "system":
         chars = _text_and_image_chars(message.get("content"))
@@ -87,7 +88,7 @@ def estimate_tokens(message: Any) -> int:
 
 def _usage_tokens(message: Any) -> int:
     """pi's ``calculateContextTokens`` of an assistant message's usable usage (0: none usable)."""
-    if js.get(message, "role") != "assistant" or "usage" not in message:
+    if role_of(message) != "assistant" or "usage" not in message:
         return 0
     usage = message.get("usage")
     if message.get("stopReason") in ("aborted", "error") or not isinstance(usage, dict):
@@ -125,7 +126,7 @@ def estimate_context_tokens(
             return _usage_tokens(messages[last]) + sum(estimate_tokens(m) for m in messages[last + 1 :])
     system = current_system_message(messages)
     tokens = estimate_tokens(system) if system is not None else 0
-    return tokens + sum(estimate_tokens(m) for m in messages if js.get(m, "role") != "system")
+    return tokens + sum(estimate_tokens(m) for m in messages if role_of(m) != "system")
 
 
 def context_tokens(path: Sequence[Mapping[str, Any]]) -> int:
@@ -135,13 +136,13 @@ def context_tokens(path: Sequence[Mapping[str, Any]]) -> int:
 
 def _is_cut_point(entry: ProjectedEntry) -> bool:
     return entry.source.get("type") != "compaction" and any(
-        js.get(m, "role") in _CUT_POINT_ROLES for m in entry.messages
+        role_of(m) in _CUT_POINT_ROLES for m in entry.messages
     )
 
 
 def _is_turn_start(entry: ProjectedEntry) -> bool:
     return entry.source.get("type") != "compaction" and any(
-        js.get(m, "role") in _TURN_START_ROLES for m in entry.messages
+        role_of(m) in _TURN_START_ROLES for m in entry.messages
     )
 
 
@@ -202,7 +203,7 @@ def _recovery_omission(suffix: Sequence[ProjectedEntry]) -> bool:
     )
     return (
         not external
-        and any(e.source.get("type") == "message" and js.get(e.source.get("message"), "role") == "assistant"
+        and any(e.source.get("type") == "message" and role_of(e.source.get("message")) == "assistant"
                 and omitted(e) for e in suffix)
         and all(e.source.get("type") != "compaction" and (not visible(e) or omitted(e)) for e in suffix)
     )
@@ -243,7 +244,7 @@ class CompactionPlan:
 def _summarised(entries: Sequence[ProjectedEntry]) -> list[Any]:
     """pi's ``getMessagesFromProjectedEntryForCompaction``: compactions give nothing, system messages dropped."""
     return [m for e in entries if e.source.get("type") != "compaction" for m in e.messages
-            if js.get(m, "role") != "system"]
+            if role_of(m) != "system"]
 
 
 def _file_ops(messages: Sequence[Any], previous: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
@@ -265,7 +266,7 @@ def _file_ops(messages: Sequence[Any], previous: Mapping[str, Any] | None) -> tu
                 modified.add(path)
 
     for message in messages:
-        role = js.get(message, "role")
+        role = role_of(message)
         if role == "toolResult":
             for call in js.get(js.get(message, "nestedCalls"), "calls") or []:
                 add(js.get(call, "name"), js.get(call, "arguments"))
@@ -280,27 +281,46 @@ def plan_compaction(
     path: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
 ) -> CompactionPlan | None:
     """pi 1.6's ``prepareCompaction``; ``None`` when there is nothing to compact (an empty path, a path
-    ending in a compaction, a cut entry without an id, or nothing to summarise). ``tokens_before`` is
-    pi's figure; ``estimated_tokens_before`` sums the estimate over every context message."""
-    if not path or path[-1].get("type") == "compaction":
-        return None
+    ending in a compaction, a cut entry without an id, or nothing to summarise: see
+    :func:`plan_or_reason` for which). ``tokens_before`` is pi's figure; ``estimated_tokens_before``
+    sums the estimate over every context message."""
+    plan = plan_or_reason(path, keep_recent_tokens=keep_recent_tokens)
+    return plan if isinstance(plan, CompactionPlan) else None
+
+
+def plan_or_reason(
+    path: Sequence[Mapping[str, Any]], *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
+) -> CompactionPlan | str:
+    """:func:`plan_compaction`'s plan, or, when there is nothing to compact, why (one line for people:
+    no entries; the leaf is a compaction; everything since the last compaction fits in
+    ``keep_recent_tokens``, with the estimate; ...)."""
+    if not path:
+        return "the session has no entries"
+    if path[-1].get("type") == "compaction":
+        return "the leaf is a compaction (nothing was added after it)"
     diagnostics: list[Diagnostic] = []
     projected = project_entries(path, diagnostics)
     previous_index = next(
         (i for i, e in enumerate(projected) if e.source.get("type") == "compaction" and e.messages), -1
     )
     start = previous_index + 1 if previous_index >= 0 else 0
+    since = "since the last compaction" if previous_index >= 0 else "in the session"
+    total = sum(estimate_tokens(m) for e in projected[start:] for m in e.messages)
+    recent = f"about {total} token{'' if total == 1 else 's'}, estimated"
     cut = find_cut_point(projected, start, len(projected), keep_recent_tokens)
     if cut.first_kept_index >= len(projected):
-        return None
+        return f"no message {since} to keep or summarise"
     first_kept = projected[cut.first_kept_index].source.get("id")
     if not isinstance(first_kept, str) or not first_kept:
-        return None
+        return "the entry the cut would keep from has no id"
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_index
     to_summarize = _summarised(projected[start:history_end])
     prefix = _summarised(projected[cut.turn_start_index : cut.first_kept_index]) if cut.is_split_turn else []
     if not to_summarize and not prefix:
-        return None
+        if total <= keep_recent_tokens:
+            return f"everything {since} fits in keep_recent_tokens {keep_recent_tokens} ({recent})"
+        return (f"the cut that keeps about {keep_recent_tokens} tokens leaves nothing {since} before it to"
+                f" summarise ({recent}; no earlier turn starts where a cut may go)")
     previous = projected[previous_index].source if previous_index >= 0 else None
     read_files, modified_files = _file_ops([*to_summarize, *prefix], previous)
     messages = [m for e in projected for m in e.messages]

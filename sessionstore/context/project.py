@@ -14,7 +14,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
-from sessionstore.models.roles import PROVIDER_ROLES, registered_role
+from sessionstore.models.roles import PROVIDER_ROLES, registered_role, role_of
 from sessionstore.validate import Diagnostic
 
 Json = dict[str, Any]
@@ -55,7 +55,7 @@ def _user_text(text: str, timestamp: Any) -> Json:
 
 def convert_message(message: Any) -> list[Any]:
     """Provider messages for one AgentMessage ([] when it is not sent): pi 1.6's ``convertToLlm``."""
-    role = js.get(message, "role")
+    role = role_of(message)
     if role in PROVIDER_ROLES:
         return [message]
     if role == "bashExecution":
@@ -148,7 +148,7 @@ class ProviderSafe:
 
     def _close_pending(self, out: list[Json]) -> None:
         for call, owner, source, entry_id in self._pending:
-            if call.get("id") in self._answered:
+            if js.set_key(call.get("id")) in self._answered:
                 continue
             out.append(
                 {
@@ -201,7 +201,7 @@ class ProviderSafe:
                 self._answered.clear()
             out.append(message)
         elif role == "toolResult":
-            self._answered.add(message.get("toolCallId"))
+            self._answered.add(js.set_key(message.get("toolCallId")))  # pi-ai's Set of result ids
             out.append(message)
         elif role == "system" and self._pending:
             self._held.append(message)

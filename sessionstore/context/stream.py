@@ -30,7 +30,7 @@ from sessionstore.context.build import (
     settings,
 )
 from sessionstore.context.project import ProviderSafe, convert_message
-from sessionstore.models.roles import PROVIDER_ROLES
+from sessionstore.models.roles import PROVIDER_ROLES, role_of
 from sessionstore.validate import Diagnostic
 from sessionstore.validate.transcript import TranscriptValidation
 from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb, js_item
@@ -121,7 +121,7 @@ def write_context_json(
             text = js_item(message, _ITEM_DEPTH)
             add_message(text)
             validate(message, entry_id)
-            if repairs is None and type(message) is dict and message.get("role") in PROVIDER_ROLES:
+            if repairs is None and type(message) is dict and role_of(message) in PROVIDER_ROLES:
                 add_llm(text)  # convert_message's answer for a provider role: the message itself
                 return
             for projected in convert_message(message):

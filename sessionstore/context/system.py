@@ -15,6 +15,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.roles import role_of
 
 Json = dict[str, Any]
 
@@ -34,7 +35,7 @@ def current_tools(messages: Iterable[Any]) -> list[Any]:
     """The tools available after every system message's removals and additions, in pi's order."""
     tools: dict[Any, Any] = {}
     for message in messages:
-        if js.get(message, "role") != "system":
+        if role_of(message) != "system":
             continue
         for tool in _list(js.get(message, "toolsRemoved")):
             tools.pop(_key(js.get(tool, "name")), None)
@@ -50,7 +51,7 @@ def current_system_message(messages: Iterable[Any]) -> Json | None:
     sections: dict[str, Any] = {}
     timestamp: Any = MISSING
     for message in messages:
-        if js.get(message, "role") != "system":
+        if role_of(message) != "system":
             continue
         if js.nullish(timestamp):
             timestamp = js.get(message, "timestamp")

@@ -52,6 +52,17 @@ def json_type(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", type(None): "null"}.get(type(value), "number")
 
 
+def set_key(value: Any) -> Any:
+    """The key under which a JavaScript ``Set`` or ``Map`` holds ``value`` (SameValueZero): a string, a
+    number, a boolean or null by its value (``true`` is not ``1``), an object or an array by identity
+    (two parsed objects are never the same key). Hashable, whatever ``value`` is."""
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, str | int | float) or value is None or value is MISSING:
+        return value
+    return ("object", id(value))
+
+
 def truthy(value: Any) -> bool:
     """JavaScript truthiness: ``undefined``, ``null``, ``false``, ``0``, ``NaN`` and ``""`` are false;
     every object and array (even empty) is true."""

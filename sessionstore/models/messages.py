@@ -32,6 +32,7 @@ from sessionstore.models.roles import (
     known_roles,
     register_role,
     registered_role,
+    role_of,
     unregister_role,
 )
 from sessionstore.models.timestamps import now_ms
@@ -199,10 +200,10 @@ PROVIDER_MESSAGE_ADAPTER: TypeAdapter[Any] = TypeAdapter(ProviderMessage)
 
 def parse_agent_message(data: AgentMessageDict | Mapping[str, Any]) -> WireModel:
     """Typed view of a wire message. Raises ``pydantic.ValidationError`` for a known role of bad shape."""
-    role = data.get("role")
+    role = role_of(data)
     if role in BUILTIN_ROLES:
         return BUILTIN_MESSAGE_ADAPTER.validate_python(data)  # type: ignore[no-any-return]
-    registered = registered_role(role) if isinstance(role, str) else None
+    registered = registered_role(role) if role is not None else None
     if registered is not None:
         return registered.model.model_validate(data)
     return UnknownMessage.model_validate(data)

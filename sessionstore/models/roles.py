@@ -29,6 +29,18 @@ class RegisteredRole:
 _REGISTRY: dict[str, RegisteredRole] = {}
 
 
+def role_of(message: Any) -> str | None:
+    """The role pi dispatches ``message`` on: its ``role`` when the message is an object and the role a
+    string, else ``None``. pi compares roles with ``===`` (``switch (m.role)``), so a role that is an
+    object, a list or a number matches none of them, and a message that is not an object has none:
+    every reader that branches on a role asks here (a set lookup of an object would raise)."""
+    if isinstance(message, Mapping):
+        role = message.get("role")
+        if isinstance(role, str):
+            return role
+    return None
+
+
 def register_role(name: str, model: type[WireModel], *, project: Projection | None = None) -> None:
     """Register an application role (pi's declaration merging). ``project=None`` means never sent."""
     if name in BUILTIN_ROLES:

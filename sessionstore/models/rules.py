@@ -69,11 +69,27 @@ def listing_activity_ms(entry: Mapping[str, Any]) -> int | float | None:
     return js.date_ms(entry.get("timestamp", js.MISSING))
 
 
+ACTIVITY_PAST_DATES = 8_640_000_000_000_001
+"""The last activity as the store keeps it when pi's is past the last date (8.64e15 ms: a message
+timestamp of ``1e16`` or ``Infinity``): pi takes the latest of the raw numbers, so its ``modified`` is
+then an Invalid Date, whatever comes later."""
+
+
+def later_listing_activity(modified_ms: int | None, activity: int | float | None) -> int | None:
+    """pi's ``lastActivityTime = Math.max(lastActivityTime ?? 0, activity)``, kept as the store keeps it:
+    a date's milliseconds (pi's ``Date`` of the result), or :data:`ACTIVITY_PAST_DATES`."""
+    if activity is None or not activity > (modified_ms or 0):
+        return modified_ms
+    clipped = js.date_ms(activity)
+    return ACTIVITY_PAST_DATES if clipped is None else clipped
+
+
 def listing_modified_ms(last_activity_ms: int | None, header_timestamp: Any) -> int | None:
-    """pi's ``modified`` of a listed session: its last activity when there is one after 1970, else the
-    header's time (``None`` when that is not a date either; pi then takes the file's mtime)."""
+    """pi's ``modified`` of a listed session: its last activity when there is one after 1970 (``None``,
+    an Invalid Date, when it is past the last date), else the header's time (``None`` when that is not
+    a date either; pi then takes the file's mtime)."""
     if last_activity_ms is not None and last_activity_ms > 0:
-        return last_activity_ms
+        return None if last_activity_ms >= ACTIVITY_PAST_DATES else last_activity_ms
     return js.date_ms(header_timestamp)
 
 

@@ -7,6 +7,7 @@ DeepSeek, ...) or the OpenAI Responses API, as the registry's ``api`` says. ``so
 
 - a provider message list (pi's four roles, what ``SessionStore.context(sid).llm`` returns),
 - pi-ai's ``Context`` as a mapping: ``{"systemPrompt"?, "messages", "tools"?}``,
+- ``ContextResult.to_json()`` (``context --json``'s output): its ``llm`` list is the messages,
 - any object with an ``llm`` attribute holding such a list (a ``ContextResult``).
 
 ``system_prompt`` and ``tools`` (pi-ai's ``Tool``: ``{name, description, parameters,
@@ -30,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from sessionstore.errors import InvalidInputError
+from sessionstore.models.roles import BUILTIN_ROLES, PROVIDER_ROLES
 from sessionstore.payloads import anthropic, openai_chat, openai_responses
 from sessionstore.payloads.facts import ModelFacts, model_facts, model_ids, providers, registry_version
 from sessionstore.payloads.responses import (
@@ -42,8 +44,8 @@ from sessionstore.payloads.responses import (
 )
 from sessionstore.payloads.transcript import initial_system_message
 
-__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to_pi", "build_payload", "model_facts",
-           "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
+__all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to_pi", "build_payload", "context_parts",
+           "model_facts", "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
            "record_openai_chat", "record_openai_response", "registry_version"]
 
 Json = dict[str, Any]
@@ -78,20 +80,44 @@ def _check_options(system_prompt: Any, max_tokens: Any, temperature: Any) -> Non
         raise InvalidInputError(f"temperature must be a number, got {temperature!r}")
 
 
-def _context_parts(source: Any) -> tuple[list[Json], str | None, list[Json] | None]:
+def context_parts(source: Any) -> tuple[list[Json], str | None, list[Json] | None]:
+    """The provider messages (copies), system prompt and tools of a ``build_payload`` source.
+
+    A mapping with an ``llm`` list is ``ContextResult.to_json()`` (``context --json``'s output): its
+    ``llm`` are the messages (its ``messages`` are the AgentMessages they were projected from). A
+    message whose role is not a provider role (``system``, ``user``, ``assistant``, ``toolResult``) is
+    refused naming it: pi-ai never sends one (its builders would skip it), so it is not dropped
+    silently. Content that is ``null`` or absent is left for the builders, which read it as ``[]`` as
+    pi-ai does (:func:`~sessionstore.payloads.transform.with_content`)."""
     if isinstance(source, Mapping):
-        messages = source.get("messages")
+        llm = source.get("llm")
+        key = "llm" if isinstance(llm, list) else "messages"
+        messages = source.get(key)
         if not isinstance(messages, Sequence) or isinstance(messages, str):
-            raise InvalidInputError("a context mapping needs a 'messages' list")
+            raise InvalidInputError("a context mapping needs a 'messages' list (or context --json's 'llm')")
         tools = source.get("tools")
-        return (_mappings(messages, "messages"), source.get("systemPrompt"),
+        return (_provider_messages(messages, key), source.get("systemPrompt"),
                 None if tools is None else _mappings(tools, "tools"))
     llm = getattr(source, "llm", None)
     if llm is not None:
         source = llm
     if isinstance(source, Sequence) and not isinstance(source, str | bytes):
-        return _mappings(source, "messages"), None, None
+        return _provider_messages(source, "messages"), None, None
     raise InvalidInputError("expected a message list, a context mapping or an object with an llm list")
+
+
+def _provider_messages(value: Any, what: str) -> list[Json]:
+    messages = _mappings(value, what)
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in PROVIDER_ROLES:
+            shown = repr(role) if isinstance(role, str) else f"of type {type(role).__name__}"
+            kind = "an AgentMessage role" if role in BUILTIN_ROLES else "not a known role"
+            raise InvalidInputError(
+                f"{what}[{index}]: role {shown} is {kind}, not a provider message (system, user, assistant,"
+                " toolResult), and pi-ai does not send it: give the provider messages (context --json's"
+                " output as it is, or its 'llm' list as 'messages')")
+    return messages
 
 
 def build_payload(
@@ -113,7 +139,7 @@ def build_payload(
     if builder is None:
         raise InvalidInputError(f"{provider} {model} uses the {facts.api} api, whose requests are not ported "
                                 f"(ported: {', '.join(API_BUILDERS)})")
-    messages, source_prompt, source_tools = _context_parts(source)
+    messages, source_prompt, source_tools = context_parts(source)
     prompt = system_prompt if system_prompt is not None else source_prompt
     _check_options(prompt, max_tokens, temperature)
     tool_list = _mappings(tools, "tools") if tools is not None else source_tools

@@ -116,12 +116,17 @@ def _transform_assistant(message: Json, model: ModelFacts, normalize: NormalizeT
     return {**message, "content": content}
 
 
+def with_content(message: Json) -> Json:
+    """``message`` with ``null`` or absent content read as ``[]``, as pi-ai's ``transformMessages``
+    does first (``msg.content == null``); the message itself when it has content."""
+    return message if message.get("content") is not None else {**message, "content": []}
+
+
 def transform_messages(messages: Sequence[Json], model: ModelFacts,
                        normalize_tool_call_id: NormalizeToolCallId | None = None) -> list[Json]:
     """pi-ai's ``transformMessages`` for the target ``model`` (see the module docstring)."""
     renamed: dict[str, str] = {}
-    normalized = [message if message.get("content") is not None else {**message, "content": []}
-                  for message in messages]
+    normalized = [with_content(message) for message in messages]
     transformed: list[Json] = []
     for message in _downgrade_unsupported_images(normalized, model):
         role = message.get("role")

@@ -408,6 +408,18 @@ class Tx(Protocol):
         """Insert or replace the session's source row (a path another session holds is refused)."""
         ...
 
+    def deleted_sources(self) -> dict[str, str]:
+        """Path -> session id of every file whose synced session was deleted on purpose."""
+        ...
+
+    def put_deleted_source(self, path: str, session_id: str, deleted_at: str) -> None:
+        """Record that the session synced from ``path`` was deleted on purpose (a sync leaves the file)."""
+        ...
+
+    def forget_deleted_source(self, path: str, session_id: str) -> None:
+        """Forget the deletion of ``path``'s session and any recorded for ``session_id`` (imported again)."""
+        ...
+
     def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
         """Insert entries and their search rows in batches (no ``COPY`` left open: other statements of
         the transaction may run between two calls, as the lookups of an incremental sync do)."""

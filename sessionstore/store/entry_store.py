@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +62,16 @@ from sessionstore.store.records import (
     _Unset,
     write_tree_json,
 )
-from sessionstore.store.sources import FileStat, SourceChangedError, SourceInfo, encode_dangling, line_digest
+from sessionstore.store.sources import (
+    FileStat,
+    SourceChangedError,
+    SourceDeletedError,
+    SourceInfo,
+    encode_dangling,
+    line_digest,
+    new_prefix_hasher,
+    split_check,
+)
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.migrate import CURRENT_VERSION
@@ -70,7 +79,7 @@ from sessionstore.wire.migrate import CURRENT_VERSION
 if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
     from sqlalchemy import Engine
 
-    from sessionstore.wire.jsonl import SessionFileReader
+    from sessionstore.wire.jsonl import Hasher, SessionFileReader
 
 
 def _active_time(info: SessionInfo) -> int | None:
@@ -217,8 +226,8 @@ class EntryStore:
         reader = SessionFileReader(source, lenient=lenient)
         try:
             header = reader.header
-            given = header.pop("leafId", UNSET)  # written by export_jsonl; pi ignores it
-            leaf_hint = given if isinstance(given, str) or given is None else UNSET
+            given = header.pop(LEAF_KEY, UNSET)  # written by export_jsonl; pi ignores it
+            leaf_hint = _leaf_hint(given)
             result = self.insert_session(
                 header,
                 ((entry, text) for _line, entry, text in reader.entries_with_text()),
@@ -309,7 +318,8 @@ class EntryStore:
             return [SourceInfo.of(session_id, row) for session_id, row in tx.sources()]
 
     def import_source(
-        self, path: str, stat: FileStat, *, replacing: SourceInfo | None = None, adopt: bool = False
+        self, path: str, stat: FileStat, *, replacing: SourceInfo | None = None, adopt: bool = False,
+        take_unterminated: bool = False, deleted: Collection[str] = (), include_deleted: bool = False,
     ) -> SourceResult:
         """Import the complete lines of the pi file at ``path`` as the session synced from it, and record
         its source row, in one transaction (the import's checks; the leaf is the last entry, as pi's loader
@@ -320,45 +330,69 @@ class EntryStore:
         header line has no newline, and :class:`SourceConflictError` when the file's session is in the
         database from elsewhere: imported by hand (unless ``adopt``), or synced from another file that
         still exists (a file whose recorded source is gone was moved: it takes the session over).
-        :class:`SourceChangedError` when another sync changed the source meanwhile."""
+        :class:`SourceChangedError` when another sync changed the source meanwhile; any other failure
+        of storing a line is a :class:`JsonlError` at that line. ``take_unterminated``: a last line
+        without its newline that is a whole JSON object is read too (the file did not change since the
+        previous sync: it was not being written). ``deleted``: ids of sessions deleted on purpose
+        (:meth:`deleted_sources`): a file naming one raises :class:`SourceDeletedError` (it was moved
+        since), unless ``include_deleted``, whose import forgets the deletion of the path and session."""
         from sessionstore.wire.jsonl import SessionFileReader
 
-        reader = SessionFileReader(path, complete_lines=True)
+        digest = new_prefix_hasher()
+        reader = SessionFileReader(path, complete_lines=True, take_unterminated=take_unterminated, digest=digest)
         try:
-            header = reader.header
-            header.pop("leafId", None)  # written by export_jsonl; pi ignores it, and so does a mirror
-            session_id = str(header["id"])
-            with self.backend.write(bulk=True) as tx:
-                if replacing is not None:
-                    current = tx.source(replacing.session_key)
-                    if current is None or from_db(current.path) != path:
-                        raise SourceChangedError(path)
-                    tx.delete_session(replacing.session_key)
-                existing = tx.head(to_db(session_id), lock=True)
-                if existing is not None and not existing.deleting:
-                    _check_owner(tx.source(existing.key), path, session_id, adopt=adopt)
-                key, result = self._insert(
-                    tx, header, ((entry, text) for _line, entry, text in reader.entries_with_text()),
-                    shared_ids=reader.ids, replace=True, source_name=reader.name, header_text=reader.header_text)
-                row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version)
-                tx.put_source(row)
+            with _failing_at_line(_Reading(path, reader)):
+                return self._import_source(reader, path, stat, digest, replacing=replacing, adopt=adopt,
+                                           deleted=deleted, include_deleted=include_deleted)
         finally:
             reader.close()
+
+    def _import_source(self, reader: SessionFileReader, path: str, stat: FileStat, digest: Hasher, *,
+                       replacing: SourceInfo | None, adopt: bool, deleted: Collection[str],
+                       include_deleted: bool) -> SourceResult:
+        header = reader.header
+        header.pop(LEAF_KEY, None)  # written by export_jsonl; pi ignores it, and so does a mirror
+        session_id = str(header["id"])
+        if session_id in deleted and not include_deleted:
+            raise SourceDeletedError(path, session_id)
+        with self.backend.write(bulk=True) as tx:
+            if replacing is not None:
+                current = tx.source(replacing.session_key)
+                if current is None or from_db(current.path) != path:
+                    raise SourceChangedError(path)
+                tx.delete_session(replacing.session_key)
+            existing = tx.head(to_db(session_id), lock=True)
+            if existing is not None and not existing.deleting:
+                _check_owner(tx.source(existing.key), path, session_id, adopt=adopt)
+            key, result = self._insert(
+                tx, header, ((entry, text) for _line, entry, text in reader.entries_with_text()),
+                shared_ids=reader.ids, replace=True, source_name=reader.name, header_text=reader.header_text)
+            row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version,
+                              prefix=digest.hexdigest())
+            tx.put_source(row)
+            if include_deleted:
+                tx.forget_deleted_source(to_db(path), to_db(session_id))
         return SourceResult(session_id, result.entries, SourceInfo.of(to_db(session_id), row))
 
-    def append_source(self, source: SourceInfo, stat: FileStat) -> SourceResult:
+    def append_source(self, source: SourceInfo, stat: FileStat, *, digest: Hasher,
+                      take_unterminated: bool = False) -> SourceResult:
         """Append the complete lines that the file of ``source`` has past the consumed offset to its
         session, in one transaction, with the import's checks (line numbers are the file's: the source
         knows the lines it consumed), and record how far it was read. The leaf moves to the last
         appended entry. Parents are looked up by id (indexed) or among the new entries: the cost
         follows the new lines, not the session's size. Only for a v3 file whose consumed part is
-        unchanged (the caller checked it: :func:`~sessionstore.store.sources.file_check`)."""
+        unchanged (the caller checked it: :func:`~sessionstore.store.sources.prefix_digest`, whose
+        hasher ``digest`` is, fed the lines read here, the new check's prefix part). Failures as
+        :meth:`import_source`'s; ``take_unterminated`` as there."""
+        reading = _Reading(source.path)
         try:
-            return self._append_source(source, stat)
+            with _failing_at_line(reading):
+                return self._append_source(source, stat, digest, reading, take_unterminated=take_unterminated)
         except EntryIdTakenError:
             raise self._taken_line(source) from None
 
-    def _append_source(self, source: SourceInfo, stat: FileStat) -> SourceResult:
+    def _append_source(self, source: SourceInfo, stat: FileStat, digest: Hasher, reading: _Reading, *,
+                       take_unterminated: bool) -> SourceResult:
         from sessionstore.wire.jsonl import SessionFileReader
 
         with self.backend.write(bulk=True) as tx:
@@ -369,7 +403,8 @@ class EntryStore:
                 raise SourceChangedError(source.path)
             stored = _StoredEntries(tx, row.key)
             reader = SessionFileReader(source.path, complete_lines=True, resume=source.resume_point,
-                                       known_parent=stored.has)
+                                       known_parent=stored.has, take_unterminated=take_unterminated, digest=digest)
+            reading.reader = reader
             try:
                 index = TreeIndex(reader.ids, base=row.entry_count, stored=stored)
                 stats = _stats(row)
@@ -386,7 +421,7 @@ class EntryStore:
                                texts_changed=texts_changed)
             head_digest = source.check.partition(":")[0]
             new_row = _source_row(row.key, source.path, stat, reader, head_digest, source.file_version,
-                                  previous=source)
+                                  prefix=digest.hexdigest(), previous=source)
             tx.put_source(new_row)
         return SourceResult(source.session_id, len(index), SourceInfo.of(to_db(source.session_id), new_row))
 
@@ -411,14 +446,17 @@ class EntryStore:
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
         """Write the session as a v3 file, entries in append order; returns the entries written.
 
-        When the leaf is not the last entry the header records it as ``leafId`` (pi ignores the field;
-        ``import_jsonl`` restores the leaf from it). The stored text of each entry is written as it is
-        (pi's own line for imported entries), on both backends."""
+        The stored header line and the stored text of each entry are written as they are (the file's own
+        lines for an imported v3 file, pi's rewrite for an upgraded v1/v2 one), on both backends; when
+        ``import_jsonl`` of that header would not give the session's leaf back, the header records the
+        leaf as ``leafId`` (pi ignores the field): :func:`export_header_line`."""
         with self.backend.read() as tx:
             head = tx.export_head(to_db(session_id))
             if head is None or head.deleting:
                 raise SessionNotFoundError(session_id)
-            fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id))
+            key = head.key
+            fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id,
+                                        names_entry=lambda entry_id: tx.facts(key, to_db(entry_id)) is not None))
             return tx.write_payload_lines(head.key, fp)
 
     # -- reading -------------------------------------------------------------------------------
@@ -443,7 +481,9 @@ class EntryStore:
             row = tx.session(to_db(session_id))
         if row is None:
             raise SessionNotFoundError(session_id)
-        return dict(json_loads(row.header))
+        header = dict(json_loads(row.header))
+        header.pop(LEAF_KEY, None)  # the export's record of the leaf, kept for the line's sake only
+        return header
 
     def list_sessions(
         self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
@@ -693,14 +733,24 @@ class EntryStore:
                 raise
             return str(header["id"])
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str, *, remember_source: bool = True) -> None:
         """Remove the session and all its entries in one transaction (also a session that raw SQL
-        marked as deleting, which readers no longer see)."""
+        marked as deleting, which readers no longer see). A synced session's file is remembered as
+        deleted, so that a sync does not import it again unless asked (``remember_source=False``:
+        not remembered; a prune, whose file is gone)."""
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None:
                 raise SessionNotFoundError(session_id)
+            source = tx.source(row.key) if remember_source else None
             tx.delete_session(row.key)
+            if source is not None:
+                tx.put_deleted_source(source.path, to_db(session_id), now_iso())
+
+    def deleted_sources(self) -> dict[str, str]:
+        """Path -> session id of each file whose synced session was deleted (:meth:`delete_session`)."""
+        with self.backend.read() as tx:
+            return {from_db(path): from_db(sid) for path, sid in tx.deleted_sources().items()}
 
     def append_entry(
         self,
@@ -882,6 +932,30 @@ def _write_entries(
     return written
 
 
+@dataclass(slots=True)
+class _Reading:
+    """The file a sync is storing, and its reader once there is one."""
+
+    name: str
+    reader: SessionFileReader | None = None
+
+
+@contextmanager
+def _failing_at_line(reading: _Reading) -> Iterator[None]:
+    """An unexpected exception while a synced file is stored becomes that file's :class:`JsonlError`
+    at the line read last. Wrapped around the transaction: the database's errors, which the backend
+    translates as the transaction ends, pass as they are."""
+    try:
+        yield
+    except (SessionStoreError, OSError):
+        raise
+    except Exception as exc:
+        message = str(exc).strip()
+        reason = f"cannot be stored ({type(exc).__name__}{': ' + message if message else ''})"
+        line = reading.reader.consumed_lines if reading.reader is not None else None
+        raise JsonlError(reading.name, line or None, reason) from exc
+
+
 @dataclass(frozen=True, slots=True)
 class SourceResult:
     """A synced file: its session, the entries written, and its source row as recorded."""
@@ -952,17 +1026,18 @@ def _check_owner(source: SourceRow | None, path: str, session_id: str, *, adopt:
 
 
 def _source_row(
-    key: int, path: str, stat: FileStat, reader: SessionFileReader, head_digest: str, version: int,
-    previous: SourceInfo | None = None,
+    key: int, path: str, stat: FileStat, reader: SessionFileReader, head_digest: str, version: int, *,
+    prefix: str, previous: SourceInfo | None = None,
 ) -> SourceRow:
-    """The source row after ``reader`` consumed what it read (``previous``: the row it continued)."""
+    """The source row after ``reader`` consumed what it read (``previous``: the row it continued;
+    ``prefix``: the digest of the consumed prefix)."""
     if reader.last_line or previous is None:
         tail_bytes, tail_digest = len(reader.last_line), line_digest(reader.last_line)
     else:  # nothing complete was added: the last consumed line is the one before
-        tail_bytes, tail_digest = previous.tail_bytes, previous.check.partition(":")[2]
+        tail_bytes, tail_digest = previous.tail_bytes, split_check(previous.check)[1]
     head_bytes = previous.head_bytes if previous is not None else len(reader.first_line)
     return SourceRow(key, to_db(path), stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
-                     head_bytes, tail_bytes, f"{head_digest}:{tail_digest}", version,
+                     head_bytes, tail_bytes, f"{head_digest}:{tail_digest}:{prefix}", version,
                      encode_dangling(reader.awaited), now_iso())
 
 
@@ -1041,13 +1116,31 @@ def _stats(row: HeadRow) -> SessionStats:
 
 
 
-def export_header_line(header_text: str, *, leaf_id: str | None, last_id: str | None) -> bytes:
-    """The header line of an export: the stored line (the file's own header for an imported v3 file),
-    with ``leafId`` added when the leaf (in its stored form) is not the last entry."""
-    if leaf_id == last_id:
-        return header_text.encode("utf-8") + b"\n"
+LEAF_KEY = "leafId"
+"""The header field in which an export records a leaf that is not the last entry (pi ignores it)."""
+
+
+def _leaf_hint(given: Any) -> str | _Unset | None:
+    """The leaf an import takes from the header's ``leafId`` value ``given``: an entry id (used when it
+    names an imported entry) or ``None`` (no leaf); :data:`UNSET` (the last entry) for anything else."""
+    return given if isinstance(given, str) or given is None else UNSET
+
+
+def export_header_line(
+    header_text: str, *, leaf_id: str | None, last_id: str | None, names_entry: Callable[[str], bool]
+) -> bytes:
+    """The header line of an export: the stored line as it is (an imported v3 file's own, byte for
+    byte, with its ``leafId`` and unknown fields) when importing it gives the session's leaf (in its
+    stored form) back; else the line with ``leafId`` set to the leaf, in its place when the line has
+    one. ``names_entry``: whether an id names an entry of the session."""
     header = json_loads(header_text)
-    header["leafId"] = from_db(leaf_id)
+    hint = _leaf_hint(header.get(LEAF_KEY, UNSET)) if isinstance(header, dict) else UNSET
+    leaf = from_db(leaf_id)
+    if isinstance(hint, str) and hint != leaf and not names_entry(hint):
+        hint = UNSET
+    if (from_db(last_id) if isinstance(hint, _Unset) else hint) == leaf:
+        return header_text.encode("utf-8") + b"\n"
+    header[LEAF_KEY] = leaf
     return dump_line(header)
 
 

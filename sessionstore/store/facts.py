@@ -11,8 +11,10 @@ from typing import Any, NamedTuple, Protocol
 from sessionstore.models import js
 from sessionstore.models.entry_catalog import Usage, day_of, tool_calls_of
 from sessionstore.models.rules import (
+    ACTIVITY_PAST_DATES,
     context_start_depth,
     is_compaction,
+    later_listing_activity,
     listing_activity_ms,
     message_text,
     sets_model,
@@ -109,12 +111,11 @@ class SessionStats:
             return
         self.message_count += 1
         self._count_role(entry.get("message"))
-        activity = listing_activity_ms(entry)
-        if activity is not None and activity > (self.modified_ms or 0):
-            clipped = js.date_ms(activity)  # pi keeps a Date: the time clipped to whole milliseconds
-            if clipped is not None:
-                self.modified_ms = clipped
-                self.touch(clipped)
+        modified = later_listing_activity(self.modified_ms, listing_activity_ms(entry))
+        if modified != self.modified_ms:
+            self.modified_ms = modified
+            if modified is not None and modified < ACTIVITY_PAST_DATES:
+                self.touch(modified)
         message = entry.get("message")
         if self.first_message is None and isinstance(message, dict) and message.get("role") == "user" \
                 and "content" in message:

@@ -49,6 +49,7 @@ from sessionstore.store.sqltx import (
     StatementTx,
     add_usage_sql,
     counter_sums_sql,
+    deleted_source_sql,
     path_sql,
     put_source_sql,
     text_hits_params,
@@ -61,6 +62,7 @@ ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
 SOURCES = "sessionstore_sources"
+DELETED_SOURCES = "sessionstore_deleted_sources"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
 SESSION_ID_UNIQUE = "uq_sessionstore_sessions_id"
 _SESSION_ID_DETAIL = re.compile(r"Key \(id\)=\((.*)\) already exists", re.DOTALL)
@@ -158,6 +160,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = %(key)s",
     put_source=put_source_sql(SOURCES, "%s"),
+    **deleted_source_sql(DELETED_SOURCES, "%s"),
     # LIKE, right under any collation (a range would need the C collation's order); the session's part
     # of the (session_key, entry_id) index is read. Code point order, as SQLite's: an exact id comes first.
     entry_ids_with_prefix=(

@@ -190,3 +190,14 @@ sources = Table(
     UniqueConstraint("path"),
     ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
 )
+
+deleted_sources = Table(
+    "sessionstore_deleted_sources",
+    metadata,
+    # Files whose synced session was deleted on purpose (revision 0011, ``catalog.sync``): a sync does
+    # not import them again unless asked (``--include-deleted``). No foreign key: the session is gone.
+    Column("path", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("deleted_at", Text, nullable=False),
+    PrimaryKeyConstraint("path"),
+)

@@ -1,11 +1,14 @@
 """What a sync records about the file a session is mirrored from (``sessionstore_sources``), and the
 cheap check that the part of the file already in the database is still what it was.
 
-A file's *check* (``{head}:{tail}``) is a digest of its first line and one of its last consumed line (each with its
-newline). A file that pi only appended to keeps both at the same offsets; every rewrite pi makes
-(a v1/v2 file migrated to v3 on load rewrites the header and every line; a truncation) changes one
-of them or the size. Reading them costs two ``pread`` calls of a few hundred bytes, whatever the size
-of the file.
+A file's *check* (``{head}:{tail}:{prefix}``) is a digest of its first line, one of its last consumed
+line (each with its newline) and one of the whole consumed prefix (:func:`prefix_digest`). A file that
+pi only appended to keeps all three; every rewrite pi makes (a v1/v2 file migrated to v3 on load
+rewrites the header and every line; a truncation) changes the first two or the size, which two
+``pread`` calls of a few hundred bytes see whatever the size of the file; any other rewrite (a middle
+line changed, the size kept) changes the prefix digest, which a sync computes only for a file whose
+size or mtime changed. A check recorded before the prefix digest existed has two parts: such a file
+is re-imported once when it changes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from sessionstore.store.backend import SourceRow
 from sessionstore.store.dbtext import from_db
 
 if TYPE_CHECKING:
-    from sessionstore.wire.jsonl import ResumePoint
+    from sessionstore.wire.jsonl import Hasher, ResumePoint
 
 CHECK_WINDOW_MAX = 1 << 20
 """A first or last line longer than this is checked by its first and last half MiB (the digest of a
@@ -30,6 +33,14 @@ longer line would read it whole)."""
 
 class SourceChangedError(StoreError):
     """Another sync changed this file's source row between the check and the write (try it again)."""
+
+
+class SourceDeletedError(StoreError):
+    """The file names a session deleted on purpose (a sync leaves it, unless asked to include it)."""
+
+    def __init__(self, path: str, session_id: str) -> None:
+        super().__init__(f"{path}: session {session_id} was deleted (sync --include-deleted imports it again)")
+        self.session_id = session_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +115,37 @@ def file_check(fd: int, *, head_bytes: int, consumed_bytes: int, tail_bytes: int
     """The check of the open file ``fd`` at the recorded line positions: ``{head}:{tail}``, the
     :func:`line_digest` of the first line and of the last consumed line when they are unchanged."""
     return f"{_digest(fd, 0, head_bytes)}:{_digest(fd, consumed_bytes - tail_bytes, tail_bytes)}"
+
+
+PREFIX_CHUNK = 1 << 20
+"""Bytes per ``pread`` of a prefix digest."""
+
+
+def new_prefix_hasher() -> Hasher:
+    """A hasher for :func:`prefix_digest` (fed the consumed lines by the reader, then ``hexdigest()``)."""
+    return blake2b(digest_size=16)
+
+
+def prefix_digest(fd: int, length: int) -> Hasher:
+    """The hasher of the first ``length`` bytes of the open file ``fd`` (its ``hexdigest()`` is the
+    check's prefix part; fed more bytes, it goes on to a longer prefix). A file shorter than ``length``
+    gives a digest of what it has, which no recorded prefix has."""
+    hasher = new_prefix_hasher()
+    offset = 0
+    while offset < length:
+        chunk = os.pread(fd, min(PREFIX_CHUNK, length - offset), offset)
+        if not chunk:
+            break
+        hasher.update(chunk)
+        offset += len(chunk)
+    return hasher
+
+
+def split_check(check: str) -> tuple[str, str, str | None]:
+    """``(head, tail, prefix)`` of a recorded check (``prefix``: ``None`` in a check from before it)."""
+    head, _, rest = check.partition(":")
+    tail, _, prefix = rest.partition(":")
+    return head, tail, prefix or None
 
 
 def encode_dangling(awaited: dict[str, int]) -> str:

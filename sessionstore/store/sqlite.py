@@ -39,6 +39,7 @@ from sessionstore.store.sqltx import (
     StatementTx,
     add_usage_sql,
     counter_sums_sql,
+    deleted_source_sql,
     path_slice,
     path_sql,
     put_source_sql,
@@ -54,6 +55,7 @@ USAGE = "sessionstore_usage"
 ROWID_SESSION = 2**32
 """A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
 SOURCES = "sessionstore_sources"
+DELETED_SOURCES = "sessionstore_deleted_sources"
 
 INSERT_BATCH = 2_000
 """Rows per ``executemany`` of an import."""
@@ -141,6 +143,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
+    **deleted_source_sql(DELETED_SOURCES, "?"),
     # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
     entry_ids_with_prefix=(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = :key AND entry_id >= :prefix"

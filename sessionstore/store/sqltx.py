@@ -89,6 +89,12 @@ class Statements:
     """:class:`SourceRow` of session ``key``."""
     put_source: str
     """An upsert of a :class:`SourceRow` (positional, in its order) on its session key."""
+    deleted_sources: str
+    """``path, session_id`` of every file whose synced session was deleted on purpose."""
+    put_deleted_source: str
+    """An upsert of ``(path, session_id, deleted_at)`` (positional) on the path."""
+    forget_deleted_source: str
+    """Delete the rows of ``(path, session_id)`` (positional): that path's, and any naming that session."""
     entry_ids_with_prefix: str
     """:class:`EntryBrief` of session ``key``'s entries whose id starts with the literal ``prefix``, by id,
     at most ``limit`` (parameters: ``prefix``, ``length``, ``upper``, a bound above every id with the
@@ -264,6 +270,15 @@ class StatementTx:
     def put_source(self, row: SourceRow) -> None:
         self.cursor.execute(self.sql.put_source, row)
 
+    def deleted_sources(self) -> dict[str, str]:
+        return {str(path): str(sid) for path, sid in self._all(self.sql.deleted_sources, {})}
+
+    def put_deleted_source(self, path: str, session_id: str, deleted_at: str) -> None:
+        self.cursor.execute(self.sql.put_deleted_source, (path, session_id, deleted_at))
+
+    def forget_deleted_source(self, path: str, session_id: str) -> None:
+        self.cursor.execute(self.sql.forget_deleted_source, (path, session_id))
+
     # -- streamed reads (bounded ranges: the caller pages) ------------------------------------------
     def path_runs(self, key: int, leaf_seq: int, *, from_depth: int) -> list[tuple[int, int]]:
         rows = self._all(self.sql.path_runs, {"key": key, "leaf": leaf_seq, "stop": from_depth})
@@ -384,6 +399,18 @@ def counter_sums_sql(table: str, chosen: str) -> str:
     """``Statements.counter_sums`` (``chosen`` as for :func:`usage_sums_sql`)."""
     sums = {c: f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)" for c in CounterSums._fields}
     return f"SELECT {select_list(CounterSums, **sums)} FROM {table} WHERE key IN ({chosen})"
+def deleted_source_sql(table: str, placeholder: str) -> dict[str, str]:
+    """The statements of :class:`Statements` on the deleted sources' ``table`` (positional ``placeholder``s)."""
+    p = placeholder
+    return {
+        "deleted_sources": f"SELECT path, session_id FROM {table}",
+        "put_deleted_source": (f"INSERT INTO {table} (path, session_id, deleted_at) VALUES ({p}, {p}, {p})"
+                               " ON CONFLICT (path) DO UPDATE SET session_id = excluded.session_id,"
+                               " deleted_at = excluded.deleted_at"),
+        "forget_deleted_source": f"DELETE FROM {table} WHERE path = {p} OR session_id = {p}",
+    }
+
+
 def put_source_sql(table: str, placeholder: str) -> str:
     """The upsert of a :class:`SourceRow` (positional ``placeholder``s) on its session key."""
     columns = SourceRow._fields

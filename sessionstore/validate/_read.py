@@ -11,6 +11,7 @@ Only ``Exception`` is caught: ``KeyboardInterrupt`` and ``SystemExit`` raised by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, final
@@ -88,8 +89,12 @@ def quote(text: str, limit: int = 80) -> str:
 
 
 def type_name(value: object) -> str:
-    """The name of ``value``'s type, or ``"object"`` when even that cannot be read."""
+    """The name of ``value``'s type, or ``"object"`` when even that cannot be read; a float that is not
+    finite by its JavaScript name (``Infinity``: a number beyond the double range reads as one, and
+    ``JSON.stringify`` writes it as ``null``)."""
     try:
+        if type(value) is float and not math.isfinite(value):
+            return f"{'NaN' if math.isnan(value) else 'Infinity' if value > 0 else '-Infinity'} (written as null)"
         name = exact_str(type(value).__name__)
     except Exception:
         return "object"

@@ -10,9 +10,11 @@ three families:
 * entry codes: a session file entry that pi 1.6 loads lacks part of its shape (SPEC 12.9); the
   entry is stored verbatim and read as pi reads it. Import and context building report these.
 
-Shape and linkage codes are errors (``ERROR_CODES``): ``sessionstore validate`` exits 1 when any
-is reported. ``MISSING_TOOL_RESULT`` is a linkage error even though real sessions contain it
-(aborted turns): it is reported, and loading still succeeds. Context codes are warnings.
+Shape and linkage codes are errors (``ERROR_CODES``) of the messages as stored. ``sessionstore
+validate`` exits 1 for a shape error and for a linkage error the provider-safe projection leaves in
+place; a linkage finding the projection removes (``MISSING_TOOL_RESULT``, which real sessions hold
+after aborted turns: a synthetic result answers the call) is reported as repaired. Loading still
+succeeds either way. Context and entry codes are warnings.
 
 ``DiagnosticCode`` (static) and ``DIAGNOSTIC_CODES`` (runtime, code -> one-line documentation)
 list the same codes; a test keeps them in agreement.
@@ -144,4 +146,5 @@ ENTRY_CODES: Final[frozenset[EntryCode]] = frozenset(_ENTRY_DOCS)
 """Codes for file entries read tolerantly, as pi reads them (warnings)."""
 
 ERROR_CODES: Final[frozenset[DiagnosticCode]] = frozenset((*SHAPE_CODES, *LINKAGE_CODES))
-"""Codes that make ``validate`` fail: shape and linkage codes."""
+"""Shape and linkage codes: errors of the messages as stored (``validate`` fails on those the
+provider-safe projection does not repair)."""

@@ -13,6 +13,7 @@ import orjson
 
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 from sessionstore.models.js import js_number
+from sessionstore.wire.jsjson import js_dumpb
 
 
 class LineRefused(ValueError):
@@ -46,8 +47,9 @@ def parse_line(raw: bytes) -> Any:
     """The JSON value of one line, as ``JSON.parse`` reads it; raises :class:`LineRefused`.
 
     orjson reads almost every line; what it refuses is read again strictly: the bytes must be UTF-8
-    (no byte order mark), ``NaN``/``Infinity`` are refused, and lone surrogate escapes and integers
-    beyond 64 bits are accepted as JSON allows them."""
+    (no byte order mark), ``NaN``/``Infinity`` are refused, and lone surrogate escapes are accepted as
+    JSON allows them, an integer beyond 64 bits as the double ``JSON.parse`` reads (:func:`js_integer`;
+    ``1`` and 309 zeros is an infinity, written back as ``null``, as ``JSON.stringify`` writes it)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -65,7 +67,7 @@ def _parse_strictly(raw: bytes, orjson_error: orjson.JSONDecodeError) -> Any:
     if text.startswith("\ufeff"):
         raise LineRefused("a UTF-8 byte order mark starts the line (JSON.parse refuses it)")
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=js_integer)
     except LineRefused:
         raise
     except RecursionError:
@@ -73,15 +75,26 @@ def _parse_strictly(raw: bytes, orjson_error: orjson.JSONDecodeError) -> Any:
     except ValueError:
         raise LineRefused(f"invalid JSON: {orjson_error}") from None
 
+def js_integer(text: str) -> int | float:
+    """A JSON integer as the store holds it: exact while orjson can hold it (64 bits), beyond that the
+    double ``JSON.parse`` reads (the nearest one, or an infinity past the largest), so every reader of
+    the value sees what pi sees. ``float()`` reads any number of digits; ``int()`` is never asked for
+    more than 20 (the interpreter's limit on digits, process-global, stays out of the reading)."""
+    if len(text) <= 20:
+        value = int(text)
+        if -(2**63) <= value < 2**64:
+            return value
+    return float(text)
 
 
 def json_loads(value: str | bytes) -> Any:
     """A stored payload (written by :func:`dump_line` or kept from a file line that
-    :func:`parse_line` read): orjson, or the standard library for what orjson refuses."""
+    :func:`parse_line` read): orjson, or the standard library for what orjson refuses, its numbers
+    read as :func:`parse_line` reads them."""
     try:
         return orjson.loads(value)
     except orjson.JSONDecodeError:
-        return json.loads(value)
+        return json.loads(value, parse_int=js_integer)
 
 
 def decode_payloads(texts: list[str] | list[bytes]) -> list[Any]:
@@ -202,46 +215,23 @@ def _check_keys(value: Any) -> None:
             stack.extend(item)
 
 
-def _finite(value: Any) -> Any:
-    """A copy of ``value`` with NaN and infinities as ``None`` (what ``JSON.stringify`` writes)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def dump_line(obj: Any, *, finite_only: bool = False) -> bytes:
     """One JSONL line as pi writes it (``JSON.stringify``: compact, UTF-8, no ASCII escaping, JS numbers).
 
     Floats that JavaScript writes differently ("5.0" -> 5, "9e-6" -> 0.000009) are found by walking the
     containers, not by scanning the text (long tool results hold no numbers; a text scan cost ~20 us per
     KB), and written as JavaScript does with ``orjson.Fragment``. What orjson refuses (integers beyond
-    64 bits, lone surrogates) goes through ``json`` and a scan of its text. NaN and infinities are
-    written as ``null``, as JavaScript writes them, unless ``finite_only`` (then ``ValueError``)."""
+    64 bits, lone surrogates) is written by :func:`~sessionstore.wire.jsjson.js_dumpb`: an integer as
+    the double pi reads (``10**30`` is ``1e+30``, one beyond the double range ``null``). NaN and
+    infinities are written as ``null``, as JavaScript writes them, unless ``finite_only`` (then
+    ``ValueError``)."""
     try:
         out = orjson.dumps(obj)  # first: it refuses cycles and nesting past its limit before any walk
         if _has_js_diff(obj, finite_only):
             out = orjson.dumps(_with_js_floats(obj))
     except TypeError:
         _check_keys(obj)
-        try:
-            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except ValueError as exc:
-            if finite_only or "circular" in str(exc).lower():
-                raise
-            text = json.dumps(_finite(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        out = _LONE_SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
-        if _MAYBE_JS_DIFF.search(out):
-            out = _to_js_numbers(out)
+        if finite_only:
+            _has_js_diff(obj, finite_only)
+        out = js_dumpb(obj)  # JSON.stringify's text: no str() of an integer, whatever its digits
     return out + b"\n"
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    """A lone surrogate as ``JSON.stringify`` writes it (well-formed JSON.stringify, ES2019)."""
-    return f"\\u{ord(match.group()):04x}"

@@ -15,9 +15,11 @@ would silently skip as unparsable, and the ambiguities pi hangs on:
 In lenient mode a refused line is skipped and recorded in :attr:`SessionFileReader.skipped` instead.
 
 For a sync (``catalog.sync``) the reader reads complete lines only (``complete_lines``: a last line
-without its newline is being written, and is left for the next read) and can continue a file where
+without its newline is being written, and is left for the next read, unless ``take_unterminated``:
+then a last line that is a whole JSON object is read as pi reads it), can continue a file where
 an earlier read stopped (``resume``: its byte offset, line number and the parent ids no entry had
-yet; ``known_parent`` says whether an id names an entry stored before).
+yet; ``known_parent`` says whether an id names an entry stored before), and feeds the bytes of the
+lines it consumes to ``digest`` (a sync's check of the consumed prefix).
 """
 
 from __future__ import annotations
@@ -26,15 +28,13 @@ import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
-
-import orjson
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from sessionstore.errors import IncompleteHeaderError, JsonlError
 from sessionstore.models import js
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import LineRefused, dump_line, parse_line
-from sessionstore.wire.migrate import CURRENT_VERSION, Upgrader
+from sessionstore.wire.migrate import CURRENT_VERSION, Upgrader, pi_rewritten
 
 if TYPE_CHECKING:  # (the pydantic models: imported where entries are checked, not by readers of these types)
     from pydantic import ValidationError
@@ -98,17 +98,29 @@ class _LineError(Exception):
     pass
 
 
-def _entry_text(entry: dict[str, Any], line: bytes, change: str) -> bytes:
-    """The entry's JSON as pi writes it after the upgrade: the line itself when unchanged; the line
-    with ``id`` and ``parentId`` appended when the v1 upgrade added only those (as pi's in-place
-    mutation does); else a fresh encoding."""
-    if change == "none":
-        return line
-    if change == "ids" and line.endswith(b"}"):
-        ids = b'"id":' + orjson.dumps(entry["id"]) + b',"parentId":' + orjson.dumps(entry["parentId"]) + b"}"
-        body = line[:-1].rstrip()
-        return body + (ids if body.endswith(b"{") else b"," + ids)
-    return dump_line(entry)[:-1]
+def line_text(raw: bytes) -> bytes:
+    """A line as it is stored and exported: without its newline and the carriage returns just before it
+    (a CRLF line end, CR CR LF; at the end of a file without a newline, the CRs pi's added newline would
+    make a CRLF), everything else kept (spaces and tabs at either end included): a v3 line exports byte
+    for byte, and an exported file imports to the same text again."""
+    return raw.removesuffix(b"\n").rstrip(b"\r")
+
+
+class Hasher(Protocol):
+    """What the reader feeds consumed lines to (a ``hashlib`` object)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def _whole_object(raw: bytes) -> bool:
+    """Whether a line without its newline is a whole JSON object (a torn write never is: what pi writes
+    is one object, and no proper prefix of it parses as one)."""
+    try:
+        return isinstance(parse_line(raw), dict)
+    except LineRefused:
+        return False
 
 
 class SessionFileReader:
@@ -127,6 +139,8 @@ class SessionFileReader:
         complete_lines: bool = False,
         resume: ResumePoint | None = None,
         known_parent: Callable[[str], bool] | None = None,
+        take_unterminated: bool = False,
+        digest: Hasher | None = None,
     ) -> None:
         if isinstance(source, (str, Path)):
             self.name = name or str(source)
@@ -160,6 +174,9 @@ class SessionFileReader:
         self._known_parent = known_parent
         self._start = 0
         self._partial = 0
+        self._take_unterminated = take_unterminated
+        self._unterminated = False
+        self._digest = digest
         self.first_line = b""
         """The file's first line as read (its newline included), for a sync's check of the prefix."""
         self.last_line = b""
@@ -187,12 +204,10 @@ class SessionFileReader:
         self.source_version = _effective_version(self.header.get("version"))
         self._upgrader = Upgrader(self.source_version)
         self._upgrader.upgrade_header(self.header)
-        self.header_text = (
-            self._header_line.decode("utf-8")
-            if self.source_version == CURRENT_VERSION and "leafId" not in self.header
-            else None
-        )
-        """The header line as the file holds it, when reading changed nothing in it (else ``None``)."""
+        upgraded = self.source_version != CURRENT_VERSION
+        self.header_text = (pi_rewritten(self.header, self._header_line) if upgraded else self._header_line).decode()
+        """The header line to store: the file's own (:func:`line_text`) for a v3 file, pi's rewrite of
+        the upgraded header for a v1/v2 file."""
 
     def close(self) -> None:
         if self._owns:
@@ -205,8 +220,10 @@ class SessionFileReader:
 
     @property
     def consumed_lines(self) -> int:
-        """The lines of the file read so far, complete ones (the header and blank lines included)."""
-        return self._line
+        """The lines of the file read so far, complete ones (the header and blank lines included; a last
+        line taken without its newline is not counted: the newline pi adds when it loads the file ends
+        it, and is then read as that line)."""
+        return self._line - self._unterminated
 
     @property
     def awaited(self) -> dict[str, int]:
@@ -231,6 +248,8 @@ class SessionFileReader:
                 self._partial = len(raw)
                 raise IncompleteHeaderError(self.name, self._line + 1, "the session header line is not complete yet")
             self.last_line = raw
+            if self._digest is not None:
+                self._digest.update(raw)
             if raw.strip() and not (raw[:1] >= b"\x80" and _js_blank(raw)):
                 yield self._line, raw
 
@@ -251,7 +270,7 @@ class SessionFileReader:
         if first is None:
             raise self._error(None, "empty file: no session header")
         line, raw = first
-        self._header_line = raw.strip()
+        self._header_line = line_text(raw)
         try:
             header = parse_line(raw)
         except LineRefused as exc:
@@ -284,11 +303,15 @@ class SessionFileReader:
             yield line, entry
 
     def entries_with_text(self) -> Iterator[tuple[int, dict[str, Any], str]]:
-        """Yield ``(line, entry, text)``: ``text`` is the entry's JSON as pi writes it, the line itself
-        when the upgrade did not change the entry (so it is stored and exported byte for byte)."""
+        """Yield ``(line, entry, text)``: ``text`` is what is stored and exported for the entry: the
+        line itself (:func:`line_text`) in a v3 file, byte for byte; in a v1/v2 file pi's rewrite of
+        the upgraded entry (:func:`~sessionstore.wire.migrate.pi_rewritten`), as pi's upgrade writes
+        the whole file again."""
         seen = self.ids
         line = self._line
         complete = self._complete
+        upgraded = self.source_version != CURRENT_VERSION
+        digest = self._digest
         try:
             # the file's lines straight, not through ``_raw_lines`` (a generator per line costs ~0.5 us)
             for raw in self._fp:
@@ -297,14 +320,18 @@ class SessionFileReader:
                 self.bytes_read += len(raw)
                 if complete:
                     if not raw.endswith(b"\n"):  # being written: left for the next read
-                        self._line = line - 1
-                        self._partial = len(raw)
-                        break
+                        if not (self._take_unterminated and _whole_object(raw)):
+                            self._line = line - 1
+                            self._partial = len(raw)
+                            break
+                        self._unterminated = True
                     self.last_line = raw
+                    if digest is not None:
+                        digest.update(raw)
                 if not raw.strip():
                     continue
                 try:
-                    entry, changed = self._entry(line, raw, seen)
+                    entry = self._entry(line, raw, seen)
                 except _LineError as exc:
                     if _js_blank(raw):  # blank for pi too: Unicode spaces only
                         continue
@@ -315,23 +342,25 @@ class SessionFileReader:
                     continue
                 seen[entry["id"]] = len(seen)
                 self._upgrader.accepted(entry["id"])
-                yield line, entry, _entry_text(entry, raw.strip(), changed).decode("utf-8")
+                text = pi_rewritten(entry, raw) if upgraded else line_text(raw)
+                yield line, entry, text.decode("utf-8")
         finally:
             self.close()
 
-    def _entry(self, line: int, raw: bytes, seen: dict[str, int]) -> tuple[dict[str, Any], str]:
+    def _entry(self, line: int, raw: bytes, seen: dict[str, int]) -> dict[str, Any]:
         try:
             entry = parse_line(raw)
         except LineRefused as exc:
             raise _LineError(str(exc)) from None
         index = self._index
-        self._index += 1  # pi counts every parsed object, good or bad, when it numbers v1 entries
+        if js.truthy(entry):  # pi keeps every parsed value but null, false, 0 and "" when it numbers v1 entries
+            self._index += 1
         if not isinstance(entry, dict):
             raise _LineError(f"expected a JSON object, got {js.json_type(entry)}")
         kind = entry.get("type")
         if kind == "session":
             raise _LineError("a second session header")
-        changed = self._upgrader.upgrade(entry, index)
+        self._upgrader.upgrade(entry, index)
         entry_id = entry.get("id")
         if not isinstance(entry_id, str) or not entry_id:
             got = "no id" if "id" not in entry else f"id {entry_id!r}"
@@ -361,7 +390,7 @@ class SessionFileReader:
 
         for problem in entry_problems(entry):
             self._note("INVALID_ENTRY", line, entry_id, f"{kind!s} entry: {problem}")
-        return entry, changed
+        return entry
 
     def _cycle_note(self, entry_id: str, parent: Any) -> str:
         """Error path only: whether ``entry_id``'s own ancestors include the entry waiting for it (a
@@ -402,6 +431,8 @@ class SessionFileReader:
                     try:
                         entry = parse_line(raw)
                     except LineRefused:
+                        continue
+                    if not js.truthy(entry):
                         continue
                     index += 1
                     if isinstance(entry, dict):

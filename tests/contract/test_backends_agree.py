@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,9 @@ from sessionstore.api import SessionStore
 from tests.builders import assistant, result, user
 from tests.conftest import drop_pg_database, fresh_pg_database
 from tests.paths import PI_FILES
+from tests.requirements import POSTGRES
 
-needs_pg = pytest.mark.skipif(not os.environ.get("SESSIONSTORE_TEST_PG_URL"), reason="no PostgreSQL URL")
+needs_pg = pytest.mark.requires(POSTGRES)
 
 
 @pytest.fixture

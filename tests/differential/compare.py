@@ -9,6 +9,7 @@ not hold it either.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -33,11 +34,18 @@ def js_number(value: float) -> float:
         return value
 
 
+def _written_as_null(value: Any) -> bool:
+    """Whether ``JSON.stringify`` writes the number ``value`` as ``null`` (NaN, an infinity)."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def canonical(value: Any) -> Any:
     """``value`` as plain JSON data, its numbers as JavaScript numbers, integral ones as integers."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
+        if _written_as_null(value):
+            return None
         number = js_number(value)
         return int(number) if isinstance(number, float) and number.is_integer() else number
     if isinstance(value, Mapping):
@@ -53,6 +61,7 @@ def as_json(value: Any) -> str:
 
 def same(pi: Any, ours: Any) -> bool:
     """``as_json(pi) == as_json(ours)``, without writing the JSON."""
+    pi, ours = (None if _written_as_null(v) else v for v in (pi, ours))
     if isinstance(pi, bool) or isinstance(ours, bool):
         return type(pi) is type(ours) and pi == ours
     if isinstance(pi, str) or isinstance(ours, str):

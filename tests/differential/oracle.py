@@ -2,8 +2,8 @@
 
 Where pi is looked for: ``$SESSIONSTORE_PI_DIR`` (a ``node_modules`` directory holding
 ``@earendil-works/pi-coding-agent``), else the directory ``.ci/install-pi.sh`` installs into.
-Without ``node`` the differential tests skip, except under CI (``$CI`` set), where they fail;
-with ``node`` but without pi they fail, naming the command that installs pi.
+Without ``node`` or pi the differential tests skip naming ``.ci/install-pi.sh``, except under CI, where
+they fail (the rule of ``tests/requirements.py``).
 """
 
 from __future__ import annotations
@@ -18,23 +18,14 @@ from typing import Any
 
 import pytest
 
-PI_VERSION = "1.6.0"
-PI_PACKAGE = "@earendil-works/pi-coding-agent"
+from tests.requirements import PI, PI_PACKAGE, PI_VERSION, in_ci, pi_dir, require
+
+__all__ = ["PI_PACKAGE", "PI_VERSION", "Oracle", "find_oracle", "in_ci", "list_dirs"]
+
 ORACLE = Path(__file__).with_name("pi_oracle.mjs")
-INSTALL_COMMAND = ".ci/install-pi.sh"
 ORACLE_TIMEOUT_S = 300
 
 Json = dict[str, Any]
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false")
-
-
-def default_pi_dir() -> Path:
-    """Where ``.ci/install-pi.sh`` puts pi (keep the two in step)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "sessionstore" / f"pi-{PI_VERSION}" / "node_modules"
 
 
 @dataclass(frozen=True)
@@ -73,6 +64,17 @@ class Oracle:
         return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
 
 
+def upgrade_files(oracle: Oracle, files: list[Path]) -> dict[Path, Json]:
+    """Each file as pi's ``SessionManager.open`` leaves it (``{"file", "text"}``: a v1/v2 file migrated
+    and rewritten, its ids counted instead of random; or ``{"file", "error"}``); see ``pi_oracle.mjs``."""
+    if not files:
+        return {}
+    lines = oracle.run("upgrade", *(str(f) for f in files)).rstrip("\n").split("\n")
+    if len(lines) != len(files):
+        pytest.fail(f"pi_oracle.mjs upgrade printed {len(lines)} lines for {len(files)} files")
+    return {file: json.loads(line) for file, line in zip(files, lines, strict=True)}
+
+
 def list_dirs(oracle: Oracle, dirs: list[Path]) -> dict[Path, list[Json]]:
     """pi's ``SessionManager.listAll(dir)`` of each directory: its SessionInfo rows in pi's order."""
     lines = oracle.run("list", *(str(d) for d in dirs)).rstrip("\n").split("\n")
@@ -82,20 +84,8 @@ def list_dirs(oracle: Oracle, dirs: list[Path]) -> dict[Path, list[Json]]:
 
 
 def find_oracle(agent_dir: Path) -> Oracle:
-    """The oracle, or a skip/failure that says what is missing (the rule in the module docstring)."""
+    """The oracle, or a skip/failure that says what is missing (the rule of ``tests/requirements.py``)."""
+    require(PI)
     node = shutil.which("node")
-    if node is None:
-        if in_ci():
-            pytest.fail(f"node is not installed, and CI must run the differential tests: run {INSTALL_COMMAND}")
-        pytest.skip("node is not installed: the differential tests run pi's own code under Node.js")
-    pi_dir = Path(os.environ.get("SESSIONSTORE_PI_DIR") or default_pi_dir())
-    package = pi_dir / PI_PACKAGE / "package.json"
-    if not package.is_file():
-        pytest.fail(
-            f"pi {PI_VERSION} is not installed in {pi_dir}: run {INSTALL_COMMAND} "
-            f"(or point SESSIONSTORE_PI_DIR at a node_modules directory holding {PI_PACKAGE}@{PI_VERSION})"
-        )
-    version = json.loads(package.read_text(encoding="utf-8")).get("version")
-    if version != PI_VERSION:
-        pytest.fail(f"{package} is pi {version}, the differential tests need {PI_VERSION}: run {INSTALL_COMMAND}")
-    return Oracle(node=node, pi_dir=pi_dir, agent_dir=agent_dir)
+    assert node is not None  # PI requires it
+    return Oracle(node=node, pi_dir=pi_dir(), agent_dir=agent_dir)

@@ -166,6 +166,17 @@ CONTEXTS: dict[str, Json] = {
         result("toolu_z", [text("out \udfff")]),
     ]},
     "strict-tools": {"tools": [STRICT_TOOL, READ_TOOL], "messages": [user("edit")]},
+    "null-and-absent-content-of-every-role": {"messages": [  # pi-ai reads null or absent content as []
+        user(None),
+        {"role": "user", "timestamp": next(_clock)},
+        user("q"),
+        {**assistant([]), "content": None},
+        user("q2"),
+        assistant([text("calling"), call("toolu_n1")], OPUS, "toolUse"),
+        {**result("toolu_n1"), "content": None},
+        {key: value for key, value in assistant([]).items() if key != "content"},
+        user("end"),
+    ]},
     "recorded-effort-levels": {"messages": [  # providerThinkingLevel, as record_anthropic writes it
         user("one"),
         assistant([text("at high")], OPUS, providerThinkingLevel="high"),

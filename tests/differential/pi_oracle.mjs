@@ -42,6 +42,14 @@
 //   node pi_oracle.mjs resolve BASE PATH...
 //     One JSON array: pi's resolvePath(PATH, BASE) of each PATH (utils/paths.js).
 //
+//   node pi_oracle.mjs upgrade FILE...
+//     For each file, one JSON line: {"file", "text"}, the file as pi's SessionManager.open(copy)
+//     leaves it (a v1/v2 file migrated by migrateToCurrentVersion and rewritten by _rewriteFile; a v3
+//     file as it was, with the newline pi adds to a last line without one), or {"file", "error"}.
+//     The n-th id pi draws for a file (randomUUID().slice(0, 8)) is n as 8 hex digits, sessionstore's
+//     id for the v1 entry at position n (header = 0), so pi's rewrite can be compared byte for byte.
+//     Each file is opened from a temporary copy; the inputs stay as they are.
+//
 // Determinism: Date (a seeded clock) and the random sources of ids (crypto.randomUUID,
 // crypto.getRandomValues) are replaced before pi is imported, so a seed gives the same files.
 
@@ -692,6 +700,36 @@ async function resolvePaths(args) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Upgrades: the file pi's SessionManager rewrites when it opens a v1/v2 session, with the ids it
+// draws counted (1, 2, ... per file) instead of random.
+
+async function upgrade(args) {
+  const nodeCrypto = require("node:crypto");
+  let drawn = 0;
+  nodeCrypto.randomUUID = () => `${(++drawn).toString(16).padStart(8, "0")}-0000-4000-8000-000000000000`;
+  syncBuiltinESMExports();
+  const pi = await loadPi();
+  const scratch = mkdtempSync(join(tmpdir(), "pi-oracle-"));
+  try {
+    args._.forEach((file, i) => {
+      const copy = join(scratch, `${i}-${basename(file)}`);
+      let line;
+      try {
+        copyFileSync(file, copy);
+        drawn = 0;
+        pi.SessionManager.open(copy, scratch);
+        line = { file: resolve(file), text: readFileSync(copy, "utf8") };
+      } catch (error) {
+        line = { file: resolve(file), error: `${error?.name ?? "Error"}: ${error?.message ?? String(error)}` };
+      }
+      process.stdout.write(`${JSON.stringify(line)}\n`);
+    });
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
   const args = { _: [] };
@@ -708,8 +746,9 @@ try {
   else if (mode === "eval") await evaluate(parseArgs(rest));
   else if (mode === "list") await list(parseArgs(rest));
   else if (mode === "resolve") await resolvePaths({ _: rest });
+  else if (mode === "upgrade") await upgrade({ _: rest });
   else {
-    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE... | list DIR... | resolve BASE PATH...\n");
+    process.stderr.write("usage: pi_oracle.mjs generate --seed N --sessions K --out DIR | eval [--max-leaves N] FILE... | list DIR... | resolve BASE PATH... | upgrade FILE...\n");
     process.exit(2);
   }
 } catch (error) {

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
+from sessionstore.cli.main import cli
 from sessionstore.errors import InvalidInputError
 from sessionstore.payloads import build_payload
 from sessionstore.wire.jsjson import js_dumps
@@ -105,3 +107,17 @@ def test_payloads_of_the_real_pi_files_at_several_leaves_equal_pi_ais(
     for name in names:
         assert "payload" in pi[name], pi[name]
         assert ours(cases[name]) == {"text": pi[name]["text"]}, name
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: f"{t[0]}-{t[1]}")
+def test_the_payload_command_reads_null_content_as_pi_ai_does(
+        target: tuple[str, str], cases_and_pi: tuple[dict[str, Json], dict[str, Json]]) -> None:
+    """``sessionstore payload`` refused content ``null`` (``expected a list of content blocks``), which
+    pi-ai reads as ``[]``: the command's payload is pi-ai's."""
+    cases, pi = cases_and_pi
+    name = f"null-and-absent-content-of-every-role-{target[0]}-{target[1]}"
+    assert "text" in pi[name], pi[name]
+    done = CliRunner().invoke(cli, ["payload", "--provider", target[0], "--model", target[1]],
+                              input=json.dumps(cases[name]["context"]))
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(pi[name]["text"])

@@ -561,6 +561,36 @@
   let thinkingOpen = false;
   let outputsOpen = null;  // null: as rendered (short results open)
 
+  // Counts the header shows, each named by what it counts, so that the parts add up to the total.
+  const ROLE_NAMES = { user: ['user', 'user'], assistant: ['assistant', 'assistant'],
+    toolResult: ['tool result', 'tool results'], bashExecution: ['bash execution', 'bash executions'],
+    custom: ['custom message', 'custom messages'], system: ['system message', 'system messages'],
+    branchSummary: ['branch summary', 'branch summaries'], compactionSummary: ['compaction summary', 'compaction summaries'] };
+  const KIND_NAMES = { message: ['message', 'messages'], compaction: ['compaction', 'compactions'],
+    branch_summary: ['branch summary', 'branch summaries'], custom_message: ['custom message', 'custom messages'],
+    model_change: ['model change', 'model changes'], thinking_level_change: ['thinking level change', 'thinking level changes'],
+    context_edit: ['context edit', 'context edits'], label: ['label', 'labels'], session_info: ['name entry', 'name entries'],
+    custom: ['extension entry', 'extension entries'] };
+  function countParts(values, names, other) {
+    const counts = new Map();
+    values.forEach(function (v) { counts.set(v, (counts.get(v) || 0) + 1); });
+    const known = Object.keys(names).filter(function (k) { return counts.has(k); });
+    const rest = Array.from(counts.keys()).filter(function (k) { return !Object.prototype.hasOwnProperty.call(names, k); });
+    return known.map(function (k) { const n = counts.get(k); return n + ' ' + names[k][n === 1 ? 0 : 1]; })
+      .concat(rest.map(function (k) { const n = counts.get(k); return n + ' ' + other(k, n); }));
+  }
+  function messageCounts(list) {
+    const roles = list.filter(function (e) { return e.type === 'message'; })
+      .map(function (e) { return isObj(e.message) && typeof e.message.role === 'string' ? e.message.role : '(no role)'; });
+    const parts = countParts(roles, ROLE_NAMES, function (role, n) { return "'" + role + "' message" + (n === 1 ? '' : 's'); });
+    return (parts.join(', ') || '0') + ' (' + roles.length + ' message ' + (roles.length === 1 ? 'entry' : 'entries') + ' in all)';
+  }
+  function entryCounts(list) {
+    const kinds = list.map(function (e) { return typeof e.type === 'string' ? e.type : '(no type)'; });
+    const parts = countParts(kinds, KIND_NAMES, function (kind, n) { return "'" + kind + "' " + (n === 1 ? 'entry' : 'entries'); });
+    return list.length + (list.length === 1 ? ' entry' : ' entries') + (parts.length ? ': ' + parts.join(', ') : '');
+  }
+
   function infoRow(label, value) {
     return [h('span', { class: 'info-label' }, label), h('span', { class: 'info-value' }, value)];
   }
@@ -569,17 +599,12 @@
     const tokens = isObj(stats.tokens) ? stats.tokens : {};
     const session = isObj(meta.session) ? meta.session : {};
     const name = typeof meta.name === 'string' && meta.name ? meta.name : null;
-    const msgParts = [];
-    if (stats.userMessages) msgParts.push(stats.userMessages + ' user');
-    if (stats.assistantMessages) msgParts.push(stats.assistantMessages + ' assistant');
-    if (stats.toolResults) msgParts.push(stats.toolResults + ' tool results');
     const tokenParts = [];
     if (tokens.input) tokenParts.push('↑' + formatTokens(tokens.input));
     if (tokens.output) tokenParts.push('↓' + formatTokens(tokens.output));
     if (tokens.cacheRead) tokenParts.push('R' + formatTokens(tokens.cacheRead));
     if (tokens.cacheWrite) tokenParts.push('W' + formatTokens(tokens.cacheWrite));
     const models = Array.isArray(stats.breakdown) ? stats.breakdown.map(function (b) { return str(b.key) + ' ($' + (Number(b.cost) || 0).toFixed(3) + ', ' + formatTokens(b.tokens) + ' tokens)'; }) : [];
-    const shownMessages = path.filter(function (e) { return ['message', 'compaction', 'branch_summary', 'custom_message'].indexOf(e.type) >= 0; }).length;
     const grid = h('div', { class: 'header-info', 'data-stats': '' },
       infoRow('Session:', str(meta.sessionId || header.id)),
       name ? infoRow('Name:', name) : null,
@@ -588,12 +613,12 @@
       session.modified ? infoRow('Modified:', formatTime(session.modified)) : null,
       session.parentSession ? infoRow('Parent session:', str(session.parentSession)) : null,
       infoRow('Entries:', String(entries.length)),
-      infoRow('Messages:', (msgParts.join(', ') || '0') + (stats.totalMessages ? ' (' + stats.totalMessages + ' in all)' : '')),
+      infoRow('Messages:', messageCounts(entries)),
       infoRow('Tool calls:', String(stats.toolCalls || 0)),
       infoRow('Tokens:', tokenParts.join(' ') || '0'),
       infoRow('Cost:', '$' + (Number(stats.cost) || 0).toFixed(3)),
       models.length ? infoRow('Models:', models.join(', ')) : null,
-      infoRow('This branch:', path.length + ' entries, ' + shownMessages + ' messages' + (leafId === defaultLeaf && typeof meta.contextMessageCount === 'number' ? '; the model sees ' + meta.contextMessageCount + ' messages at the leaf' : '')));
+      infoRow('This branch:', entryCounts(path) + (leafId === defaultLeaf && typeof meta.contextMessageCount === 'number' ? '; the model sees ' + meta.contextMessageCount + ' messages at the leaf (after compaction and context edits)' : '')));
     const thinkingBtn = h('button', { type: 'button', 'aria-pressed': String(thinkingOpen), 'data-action': 'thinking', title: 'Show or hide thinking (T)' }, 'Thinking');
     const toolsBtn = h('button', { type: 'button', 'aria-pressed': String(outputsOpen === true), 'data-action': 'tools', title: 'Open or close every tool result (O)' }, 'Tool output');
     thinkingBtn.addEventListener('click', toggleThinking);
