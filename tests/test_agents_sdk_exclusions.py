@@ -8,14 +8,12 @@ import importlib
 import pytest
 
 from tests.agents_sdk.exclusions import EXCLUSIONS, Exclusion
-from tests.differential.oracle import in_ci
+from tests.requirements import INSTALL_AGENTS, missing
 
 try:
     import agents  # noqa: F401
-except ImportError:  # pragma: no cover - the bench extra installs it in CI
-    if in_ci():
-        raise
-    pytest.skip("openai-agents is not installed: pip install -e '.[bench]'", allow_module_level=True)
+except ImportError:  # pragma: no cover - .ci/run installs the agents extra
+    missing("openai-agents is not installed", INSTALL_AGENTS)
 
 MODULES = ("test_session", "test_session_limit", "test_sqlalchemy_session", "test_async_sqlite_session")
 

@@ -13,8 +13,8 @@ import pytest
 from sessionstore import AsyncSessionStore
 from tests.agents_sdk import substitute
 from tests.agents_sdk.exclusions import excluded
-from tests.conftest import PG_URL, drop_pg_database, fresh_pg_database
-from tests.differential.oracle import in_ci
+from tests.conftest import drop_pg_database, fresh_pg_database
+from tests.requirements import INSTALL_AGENTS, POSTGRES, in_ci, require
 
 try:
     import agents  # noqa: F401
@@ -24,7 +24,7 @@ except ImportError:  # (the bench extra installs it; CI always has it)
     collect_ignore_glob = ["test_*.py"]
 
     def pytest_report_header() -> str:
-        return "tests/agents_sdk: not run, openai-agents is not installed: pip install -e '.[bench]'"
+        return f"tests/agents_sdk: not run, openai-agents is not installed; run: {INSTALL_AGENTS}"
 
 SUBSTITUTIONS = [
     pytest.param(("sqlite", False), id="sqlite-SessionStore"),
@@ -48,10 +48,7 @@ async def substituted_backend(request: pytest.FixtureRequest, tmp_path: Path) ->
         return url
 
     if backend == "postgresql":
-        if not PG_URL:
-            if in_ci():
-                pytest.fail("SESSIONSTORE_TEST_PG_URL is not set under CI: .ci/run starts a PostgreSQL server")
-            pytest.skip("SESSIONSTORE_TEST_PG_URL is not set (.ci/run starts a PostgreSQL server)")
+        require(POSTGRES)
         request.getfixturevalue("pg_template")  # (made before the test: a fixture cannot be asked for inside it)
     databases = substitute.Databases(backend, asynchronous, new_url)
     substitute.CURRENT.append(databases)
