@@ -428,10 +428,10 @@ class AsyncSessionStore:
 
     # -- sessions ------------------------------------------------------------------------------
     async def create_session(self, *, cwd: str, session_id: str | None = None, parent_session: str | None = None,
-                             timestamp: str | None = None) -> str:
-        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+                             timestamp: str | None = None, exist_ok: bool = False) -> str:
+        """Create an empty session (``SessionStore.create_session``; ``exist_ok``: leave one of that id)."""
         return await self._run(SessionStore.create_session, cwd=cwd, session_id=session_id,
-                               parent_session=parent_session, timestamp=timestamp)
+                               parent_session=parent_session, timestamp=timestamp, exist_ok=exist_ok)
 
     async def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries, in one transaction."""
@@ -565,6 +565,11 @@ class AsyncSessionStore:
                             expected_leaf: Leaf = UNSET) -> str:
         """Extension state; never part of the context."""
         return await self._run(SessionStore.append_custom, session_id, custom_type, data, expected_leaf=expected_leaf)
+
+    async def append_entries(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
+                             expected_leaf: Leaf = UNSET) -> list[str]:
+        """Messages and custom entries as one chain, all or none (``SessionStore.append_entries``)."""
+        return await self._run(SessionStore.append_entries, session_id, list(entries), expected_leaf=expected_leaf)
 
     async def append_custom_message(self, session_id: str, custom_type: str, content: str | list[Any], *,
                                     display: bool = True, details: Any = None, expected_leaf: Leaf = UNSET) -> str:

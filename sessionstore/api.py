@@ -177,10 +177,13 @@ class SessionStore:
         session_id: str | None = None,
         parent_session: str | None = None,
         timestamp: str | None = None,
+        exist_ok: bool = False,
     ) -> str:
-        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+        """Create an empty session (header version 3); returns its id (a new UUID unless given). A
+        session of that id raises ``SessionExistsError``, or with ``exist_ok`` is left as it is (of
+        concurrent creates of one id, one creates it and the others find it)."""
         return self._entries.create_session(cwd=cwd, session_id=session_id, parent_session=parent_session,
-                                            timestamp=timestamp)
+                                            timestamp=timestamp, exist_ok=exist_ok)
 
     def delete_session(self, session_id: str) -> None:
         """Remove the session and all its entries, in one transaction. A synced session's file is
@@ -452,6 +455,29 @@ class SessionStore:
         if details is not None:
             fields["details"] = _plain_json(details, "details")
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+
+    def append_entries(
+        self, session_id: str, entries: Iterable[Mapping[str, Any]], *, expected_leaf: Leaf = UNSET
+    ) -> list[str]:
+        """Append messages and custom entries as one chain at the leaf, in one transaction: all of them,
+        contiguous (no other writer's entry between them), or none; returns their ids in order. Each is
+        ``{"type": "message", "message": ...}``, checked as :meth:`append_message` checks one, or
+        ``{"type": "custom", "customType": ..., "data": ...}`` as :meth:`append_custom`; anything else,
+        or any invalid one, raises ``InvalidInputError`` before anything is written."""
+        fields: list[Json] = []
+        for index, entry in enumerate(entries):
+            kind = entry.get("type") if isinstance(entry, Mapping) else None
+            if kind == "message" and "message" in entry:
+                fields.append({"type": "message", "message": message_to_wire(entry["message"])})
+            elif kind == "custom":
+                one: Json = {"type": "custom", "customType": entry.get("customType")}
+                if entry.get("data") is not None:
+                    one["data"] = _plain_json(entry["data"], f"entries[{index}].data")
+                fields.append(one)
+            else:
+                raise InvalidInputError(f"entries[{index}]: append_entries takes message and custom entries, "
+                                        f"got {kind!r}")
+        return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf)
 
     def append_label(
         self, session_id: str, target_id: str, label: str | None = None, *, expected_leaf: Leaf = UNSET

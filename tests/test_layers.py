@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
     "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads"},
-    "openai_agents": {"errors", "models", "api", "aio", "payloads"},
+    "openai_agents": {"errors", "models", "wire", "api", "aio", "payloads"},
     "__init__": {"aio", "api", "models", "validate", "errors", "store", "catalog"},
 }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 from array import array
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -722,12 +722,20 @@ class EntryStore:
         session_id: str | None = None,
         parent_session: str | None = None,
         timestamp: str | None = None,
+        exist_ok: bool = False,
     ) -> str:
-        """Create an empty session (header version 3); returns its id (a new UUID unless given)."""
+        """Create an empty session (header version 3); returns its id (a new UUID unless given). A
+        session of that id raises :class:`SessionExistsError`, or with ``exist_ok`` is left as it is
+        (race-free: of concurrent creates of one id, from any thread or process, one creates it)."""
         made = now_ms()
         header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session,
                             timestamp=timestamp or iso_string(made))
-        return self.insert_session(header, [], made_ms=made).session_id
+        try:
+            return self.insert_session(header, [], made_ms=made).session_id
+        except SessionExistsError:
+            if not exist_ok:
+                raise
+            return str(header["id"])
 
     def delete_session(self, session_id: str, *, remember_source: bool = True) -> None:
         """Remove the session and all its entries in one transaction (also a session that raw SQL
@@ -765,41 +773,64 @@ class EntryStore:
         leaf is still that entry (``None``: no leaf). ``check`` runs inside the transaction, before
         anything is written, and may raise to refuse the entry. A given ``entry_id`` that the session
         has raises :class:`EntryIdTakenError`."""
+        if entry_id is not None and not entry_id:
+            raise InvalidInputError("an entry id must be a non-empty string")
+        return self._append(session_id, [fields], expected_leaf, parent_id, entry_id, check)[0]
+
+    def append_entries(
+        self, session_id: str, fields: Sequence[Json], *, expected_leaf: str | _Unset | None = UNSET
+    ) -> list[str]:
+        """Append entries as a chain at the leaf (each the child of the one before), in one transaction:
+        all of them, contiguous in the session's order, or (on any error, a cancelled call included)
+        none. Each is checked as :meth:`append_entry` checks one; returns their ids in order."""
+        return self._append(session_id, fields, expected_leaf, UNSET, None, None) if fields else []
+
+    def _append(
+        self,
+        session_id: str,
+        fields: Sequence[Json],
+        expected_leaf: str | _Unset | None,
+        parent_id: str | _Unset | None,
+        entry_id: str | None,
+        check: AppendCheck | None,
+    ) -> list[str]:
         # (imported here: building the pydantic models is a writer's cost, not every reader's)
         from pydantic import ValidationError
 
         from sessionstore.models.entries import parse_entry
         from sessionstore.wire.jsonl import format_validation_error
 
-        kind = fields.get("type")
-        if not isinstance(kind, str) or kind == "session":
-            raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
-        if entry_id is not None and not entry_id:
-            raise InvalidInputError("an entry id must be a non-empty string")
-        written_ms = now_ms()  # the append's time: the entry's timestamp unless given, and its activity
-        entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None,
-                       "timestamp": iso_string(written_ms)}
-        entry.update((k, v) for k, v in fields.items() if k not in ("type", "id", "parentId"))
-        try:  # before the transaction: the shape does not depend on the parent (a string or None)
-            parse_entry(entry)
-        except ValidationError as exc:
-            raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
-        # The id is checked by the insert itself (the unique constraint), not by a query before it;
-        # a generated id that is taken is drawn again (a full UUID after 100 collisions).
+        written_ms = now_ms()  # the append's time: the entries' timestamp unless given, and its activity
+        entries: list[Json] = []
+        for one in fields:
+            kind = one.get("type")
+            if not isinstance(kind, str) or kind == "session":
+                raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
+            entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None,
+                           "timestamp": iso_string(written_ms)}
+            entry.update((k, v) for k, v in one.items() if k not in ("type", "id", "parentId"))
+            try:  # before the transaction: the shape does not depend on the parent (a string or None)
+                parse_entry(entry)
+            except ValidationError as exc:
+                raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+            entries.append(entry)
+        # The ids are checked by the insert itself (the unique constraint), not by a query before it;
+        # generated ids of which one is taken are drawn again (full UUIDs after 100 collisions).
         for attempt in range(101):
             try:
-                self._append_once(session_id, entry, expected_leaf, parent_id, check, written_ms)
-                return str(entry["id"])
+                self._append_once(session_id, entries, expected_leaf, parent_id, check, written_ms)
+                return [str(entry["id"]) for entry in entries]
             except EntryIdTakenError:
                 if entry_id is not None:
                     raise EntryIdTakenError(f"session {session_id!r} already has an entry {entry_id!r}") from None
-                entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
+                for entry in entries:
+                    entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
         raise StoreError(f"session {session_id!r}: no free entry id after 101 attempts")
 
     def _append_once(
         self,
         session_id: str,
-        entry: Json,
+        entries: list[Json],
         expected_leaf: str | _Unset | None,
         parent_id: str | _Unset | None,
         check: AppendCheck | None,
@@ -818,29 +849,31 @@ class EntryStore:
             else:
                 parent = parent_id
                 parent_facts = None if parent is None else self._facts(tx, head.key, session_id, parent)
-            entry["parentId"] = parent
-            view = AppendView(tx, head, parent_facts)
-            if check is not None:
-                check(view, entry)
-            seq = head.stats.entry_count
-            kept_depth = None
-            if is_compaction(entry):
-                kept = view.facts_on_path(entry.get("firstKeptEntryId"))
-                kept_depth = None if kept is None else kept.depth
-            facts = facts_for(entry, seq, parent_facts, kept_depth)
             texts_before = (head.stats.name, head.stats.first_message)
-            head.stats.add(entry)
-            texts_changed = (head.stats.name, head.stats.first_message) != texts_before
-            parent_seq = None if parent_facts is None else parent_facts.seq
-            tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
-            search = search_row(head.key, seq, entry)
-            if search is not None:
-                tx.add_search(search)
             usage = UsageBuckets()
-            usage.add(entry, usage_of(entry))
+            for entry in entries:
+                entry["parentId"] = parent
+                view = AppendView(tx, head, parent_facts)
+                if check is not None:
+                    check(view, entry)
+                seq = head.stats.entry_count
+                kept_depth = None
+                if is_compaction(entry):
+                    kept = view.facts_on_path(entry.get("firstKeptEntryId"))
+                    kept_depth = None if kept is None else kept.depth
+                facts = facts_for(entry, seq, parent_facts, kept_depth)
+                head.stats.add(entry)
+                parent_seq = None if parent_facts is None else parent_facts.seq
+                tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
+                search = search_row(head.key, seq, entry)
+                if search is not None:
+                    tx.add_search(search)
+                usage.add(entry, usage_of(entry))
+                parent, parent_facts = entry["id"], facts
+            texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             tx.add_usage(usage.rows(head.key))
             head.stats.touch(written_ms)  # an append through the API is activity now (or at the entry's time if later)
-            tx.update_head(_head_update(head.key, entry["id"], facts, head.stats), texts_changed=texts_changed)
+            tx.update_head(_head_update(head.key, parent, parent_facts, head.stats), texts_changed=texts_changed)
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry); the move is activity (now).

@@ -18,6 +18,7 @@ included: a connection left in autocommit would make the next multi-statement wr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -26,7 +27,7 @@ from typing import IO, Any
 import psycopg
 from sqlalchemy import Engine, event
 
-from sessionstore.errors import EntryIdTakenError, SessionStoreError, StoreError
+from sessionstore.errors import EntryIdTakenError, SessionExistsError, SessionStoreError, StoreError
 from sessionstore.store.backend import (
     EntryBrief,
     EntryRow,
@@ -63,6 +64,8 @@ USAGE = "sessionstore_usage"
 SOURCES = "sessionstore_sources"
 DELETED_SOURCES = "sessionstore_deleted_sources"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
+SESSION_ID_UNIQUE = "uq_sessionstore_sessions_id"
+_SESSION_ID_DETAIL = re.compile(r"Key \(id\)=\((.*)\) already exists", re.DOTALL)
 
 ANALYZE_AFTER = 2_000
 """Rows of an import's first ``COPY``, after which the entries table is analyzed: without statistics
@@ -321,6 +324,10 @@ def translate(exc: psycopg.Error, *, write: bool) -> SessionStoreError:
     diag = getattr(exc, "diag", None)
     if exc.sqlstate == "23505" and diag is not None and diag.constraint_name == ENTRY_ID_UNIQUE:
         return EntryIdTakenError("the session already has an entry with that id")
+    if exc.sqlstate == "23505" and diag is not None and diag.constraint_name == SESSION_ID_UNIQUE:
+        # (a concurrent create of the id committed first: the insert waited for it, then failed)
+        found = _SESSION_ID_DETAIL.search(diag.message_detail or "")
+        return SessionExistsError(found.group(1) if found else "?")
     return StoreError(f"database {'refused the write' if write else 'error'}: {exc}")
 
 
