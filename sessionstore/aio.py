@@ -357,7 +357,7 @@ class AsyncSessionStore:
     many threads)."""
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 workers: int | None = None) -> None:
+                 create: bool = True, workers: int | None = None) -> None:
         from sessionstore.store.location import default_url
 
         on_loop = _backend_name(url) == "postgresql"
@@ -376,11 +376,13 @@ class AsyncSessionStore:
             def open_on_loop() -> SessionStore:
                 from sessionstore.store.entry_store import EntryStore
 
-                return SessionStore._over(EntryStore(url, durability=durability, upgrade=upgrade, on_event_loop=True))
+                return SessionStore._over(EntryStore(url, durability=durability, upgrade=upgrade, create=create,
+                                                     on_event_loop=True))
 
             self._runner = _OnLoop(open_on_loop, count)
         else:
-            self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade), count)
+            self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade, create=create),
+                                   count)
         self._closed = False
         self._watches: set[_Stop] = set()
         """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""

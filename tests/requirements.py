@@ -46,6 +46,18 @@ def missing(reason: str, install: str) -> NoReturn:
     pytest.skip(message, allow_module_level=True)
 
 
+def module_present(name: str, *, install: str) -> bool:
+    """Whether module ``name`` imports, for a conftest that leaves a directory out without it (outside
+    CI); under CI its absence raises ``ImportError`` naming ``install``."""
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        if in_ci():
+            raise ImportError(f"{exc}; run: {install} (under CI nothing skips)") from exc
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Part:
     """An optional part of the test environment: ``absent()`` is None when the part is here, else what

@@ -124,6 +124,19 @@ def test_a_store_opened_without_create_needs_an_existing_database(tmp_path: Path
         assert len(store.list_sessions()) == 1
 
 
+async def test_an_async_store_opened_without_create_needs_an_existing_database(tmp_path: Path) -> None:
+    from sessionstore.aio import AsyncSessionStore
+
+    missing = tmp_path / "no" / "such.db"
+    store = AsyncSessionStore(f"sqlite:///{missing}", create=False)
+    try:
+        with pytest.raises(StoreError, match=f"no such database file: {missing}"):
+            await store.open()
+    finally:
+        await store.aclose()
+    assert not missing.parent.exists()
+
+
 def test_a_word_that_is_neither_a_url_nor_a_path_is_refused_and_creates_nothing(elsewhere: Path) -> None:
     result = run("--db", "nonsense", "db", "upgrade")
     assert result.exit_code == 2 and "not a database URL: 'nonsense'" in result.stderr

@@ -14,13 +14,9 @@ from sessionstore import AsyncSessionStore
 from tests.agents_sdk import substitute
 from tests.agents_sdk.exclusions import excluded
 from tests.conftest import drop_pg_database, fresh_pg_database
-from tests.requirements import INSTALL_AGENTS, POSTGRES, in_ci, require
+from tests.requirements import INSTALL_AGENTS, POSTGRES, module_present, require
 
-try:
-    import agents  # noqa: F401
-except ImportError:  # (the bench extra installs it; CI always has it)
-    if in_ci():
-        raise
+if not module_present("agents", install=INSTALL_AGENTS):  # (the agents extra installs it; CI always has it)
     collect_ignore_glob = ["test_*.py"]
 
     def pytest_report_header() -> str:
