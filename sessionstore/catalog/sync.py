@@ -125,6 +125,9 @@ class SyncResult:
     """Synced sessions under the directory whose file is gone, kept (``prune`` deletes them instead)."""
     deleted: int = 0
     """Files whose session was deleted on purpose, left unread (``include_deleted`` imports them)."""
+    waiting: int = 0
+    """Files whose last line has no newline and was not read (a line being written, or torn and not
+    whole; counted besides the file's state)."""
     failures: list[SyncFailure] = field(default_factory=list)
     skipped: list[SyncFailure] = field(default_factory=list)
     """``*.jsonl`` names that are not regular files (a FIFO, a device, a socket, a directory), with why."""
@@ -139,19 +142,23 @@ class SyncResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.gone = other.gone
         self.deleted = other.deleted
+        self.waiting = other.waiting
         self.failures = list(other.failures)
         self.skipped = list(other.skipped)
 
     def to_json(self) -> dict[str, Any]:
         return {"imported": self.imported, "appended": self.appended, "rewritten": self.rewritten,
                 "unchanged": self.unchanged, "pruned": self.pruned, "pending": self.pending, "failed": self.failed,
-                "entries": self.entries, "gone": self.gone, "deleted": self.deleted,
+                "entries": self.entries, "gone": self.gone, "deleted": self.deleted, "waiting": self.waiting,
                 "failures": [f.to_json() for f in self.failures], "skipped": [s.to_json() for s in self.skipped]}
 
     def summary(self) -> str:
         """One line of counts; what a user should know of (sources gone, names skipped) said after them."""
         line = (f"{self.imported} imported, {self.appended} appended, {self.rewritten} rewritten, "
                 f"{self.unchanged} unchanged, {self.pruned} pruned, {self.pending} pending, {self.failed} failed")
+        if self.waiting:
+            its = "its" if self.waiting == 1 else "their"
+            line += f"; {_count(self.waiting, 'last line')} waiting for {its} newline"
         if self.skipped:
             line += f"; {_count(len(self.skipped), 'name')} skipped (not a regular file)"
         if self.gone:
@@ -225,21 +232,20 @@ def sync_directory(
         raise InvalidInputError(f"the sessions directory {root} {what}")
     result = SyncResult()
     known = {source.path: source for source in store.sources()}
-    deleted = store.deleted_sources()  # path -> session id, deleted on purpose (rm)
-    deleted_ids = frozenset(deleted.values())
+    deleted_ids = frozenset(store.deleted_sources().values())  # sessions deleted on purpose (rm)
     scanned = list(_scan(root, result))
     synced_files = {(info.st_dev, info.st_ino) for path, info in scanned if path in known}
     work: list[tuple[str, FileStat, SourceInfo | None, tuple[int, int]]] = []
     for path, info in scanned:
         stat = FileStat.of(info)
         source = known.get(path)
-        if source is not None and source.stat == stat:
+        if source is not None and source.stat.same_as(stat):
             if source.consumed_bytes < stat.size and _whole_last_line(path, source.consumed_bytes, stat.size):
                 work.append((path, stat, source, (info.st_dev, info.st_ino)))  # unchanged since: not being written
             else:
                 result.unchanged += 1
-        elif source is None and path in deleted and not include_deleted:
-            result.deleted += 1  # the user deleted its session: never read
+                if source.consumed_bytes < stat.size:
+                    result.waiting += 1
         elif stat.size == 0:
             result.pending += 1  # pi creates the file, then writes it
         else:
@@ -298,7 +304,7 @@ def _sync_file(
             done = store.import_source(path, stat, adopt=adopt, deleted=deleted, include_deleted=include_deleted)
             result.imported += 1
         else:
-            settled = source.stat == stat  # a last line without its newline, left as it was: read it
+            settled = source.stat.same_as(stat)  # a last line without its newline, left as it was: read it
             digest = _only_grown(path, stat, source)
             if digest is not None:
                 done = store.append_source(source, stat, digest=digest, take_unterminated=settled)
@@ -307,9 +313,15 @@ def _sync_file(
                 else:
                     result.unchanged += 1
             else:
-                done = store.import_source(path, stat, replacing=source, take_unterminated=settled)
-                result.rewritten += 1
+                done = store.import_source(path, stat, replacing=source, take_unterminated=settled, adopt=adopt,
+                                           deleted=deleted, include_deleted=include_deleted)
+                if done.session_id == source.session_id:
+                    result.rewritten += 1
+                else:  # another session's file in its place: a new session (the one it held is kept, gone)
+                    result.imported += 1
         result.entries += done.entries
+        if done.source.consumed_bytes < stat.size:
+            result.waiting += 1  # a last line without its newline, not read (yet)
     except IncompleteHeaderError:
         result.pending += 1
     except SourceChangedError:
