@@ -174,3 +174,14 @@ def test_a_copy_that_keeps_size_and_mtime_is_a_rewrite(store: SessionStore, tmp_
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert store.sync(root).unchanged == 1
     assert store.sync(root).unchanged == 1
+
+
+def test_two_sessions_taking_turns_at_one_path_keep_both(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    for turn in range(4):
+        sid = "ta" if turn % 2 == 0 else "tb"
+        path = session_file(project(root), "t", [header(sid), *chat(2 + turn)])
+        result = store.sync(root)
+        assert (result.imported, result.failed, result.gone) == (1, 0, 1 if turn else 0), result.failures
+        assert store.session(sid).source_path == str(path) and store.session(sid).entry_count == 2 + turn
+    assert sorted(info.id for info in store.list_sessions()) == ["ta", "tb"]

@@ -8,8 +8,9 @@ of it in the database, the lengths and digests of its first and last consumed li
 the whole consumed prefix, its version as read, the parent ids no entry had yet, the time of the
 sync). Per file:
 
-- **unchanged**: same path, size and mtime (ns) as recorded: one ``stat`` (from the directory scan),
-  nothing read;
+- **unchanged**: same path, size, mtime (ns), inode and ctime as recorded: one ``stat`` (from the
+  directory scan), nothing read (a copy that keeps the size and mtime, ``cp -p`` or ``rsync -t``,
+  changes the ctime or the inode, and is checked as below);
 - **appended** (grown): a v3 file at least as large as the consumed offset whose first line and last
   consumed line are the recorded ones (two small ``pread`` calls) and whose consumed prefix hashes to
   the recorded digest (read whole: only for a file whose size or mtime changed, so a rewrite that
@@ -21,7 +22,13 @@ sync). Per file:
 - **rewritten**: anything else (shorter than the consumed offset, a changed consumed prefix: pi
   rewrites a v1/v2 file as v3 when it loads it, and ``_rewriteFile`` truncates and writes the whole
   file), a grown v1/v2 file (the upgrade numbers entries from the start) and a file whose
-  source row predates the prefix digest: re-imported, replacing the session, in one transaction;
+  source row predates the prefix digest: re-imported, replacing the session, in one transaction.
+  Nothing the database added is lost that way: when the session holds entries its file did not give
+  (``append``, ``label``, ``name``, ``compact``: the source row counts the file's) or its leaf was
+  moved in the database (``branch``), the rewrite is that file's failure saying so, and ``adopt``
+  replaces the session with the file. A rewritten file whose header names another session is that
+  session's import: the session it held is kept, its source recorded as gone (``{path} (replaced by
+  session ID)``: counted ``gone``, removed by ``prune``, taken back by a file of its id elsewhere);
 - **imported**: a path without a source row. A file whose session is in the database already is a
   failure when that session was imported by hand (``adopt`` takes it over) or is synced from another
   file that still exists; when that other file is gone the file was moved: it is imported under its
@@ -34,17 +41,20 @@ sync). Per file:
   last line stays without its newline (a torn write: pi reads the line, and its next load of the
   file adds the newline) is not being written once a sync finds it unchanged since the previous one:
   that sync reads the line when it is a whole JSON object (no torn prefix of pi's one-object lines
-  is), as pi does; the newline pi adds later ends that line and reads nothing again.
+  is), as pi does; the newline pi adds later ends that line and reads nothing again. A file with such
+  a line not read yet is counted ``waiting`` (besides its state).
 - **failed**: ``file:line: reason`` (the import's checks, unreadable files, conflicts, and any
   unexpected failure while the file is stored, at the line read last); nothing of that file is
   written, the other files still sync, and the source row stays as it was (the next sync tries again).
 - **skipped**: a ``*.jsonl`` name that is not a regular file (a FIFO, a device, a socket, a
   directory), with that reason; it is never opened (reading a FIFO would block).
 
-**deleted**: a file whose synced session was deleted on purpose (``rm``, ``delete_session``: the store
-remembers the file, ``sessionstore_deleted_sources``) is not read again, whatever pi writes to it
-later, nor a file naming that session (moved since); ``include_deleted`` imports it and forgets the
-deletion. A user who deleted a session from the mirror meant it; pi still has the file.
+**deleted**: a file naming a synced session that was deleted on purpose (``rm``, ``delete_session``:
+the store remembers the session and its file, ``sessionstore_deleted_sources``) is not imported
+again, whatever pi writes to it later, wherever it is (its header is read: another session's file at
+that path is imported); ``include_deleted`` imports it and forgets the deletion. A deleted session
+that is in the database again (imported by hand) is not counted deleted: it is a session imported by
+hand. A user who deleted a session from the mirror meant it; pi still has the file.
 
 ``prune``: a synced session whose recorded path is under the directory and whose file is gone is
 deleted (only sessions with a source row; a session imported by hand is never pruned). Without it a

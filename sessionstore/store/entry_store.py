@@ -329,7 +329,10 @@ class EntryStore:
         """Import the complete lines of the pi file at ``path`` as the session synced from it, and record
         its source row, in one transaction (the import's checks; the leaf is the last entry, as pi's loader
         takes it). ``replacing``: the source this path had (a rewritten file): its session is replaced,
-        also when the file now names another session. ``stat``: what a ``stat`` said before the read.
+        unless it holds what the file did not give (entries appended in the database, a leaf moved
+        there: :class:`SourceConflictError` unless ``adopt``); when the file now names another session,
+        that one is imported and the replaced one kept, its source gone (:func:`replaced_path`).
+        ``stat``: what a ``stat`` said before the read.
 
         Raises :class:`JsonlError` (``file:line: reason``), :class:`IncompleteHeaderError` while the
         header line has no newline, and :class:`SourceConflictError` when the file's session is in the
@@ -339,8 +342,9 @@ class EntryStore:
         of storing a line is a :class:`JsonlError` at that line. ``take_unterminated``: a last line
         without its newline that is a whole JSON object is read too (the file did not change since the
         previous sync: it was not being written). ``deleted``: ids of sessions deleted on purpose
-        (:meth:`deleted_sources`): a file naming one raises :class:`SourceDeletedError` (it was moved
-        since), unless ``include_deleted``, whose import forgets the deletion of the path and session."""
+        (:meth:`deleted_sources`): a file naming one that is not in the database raises
+        :class:`SourceDeletedError`, unless ``include_deleted``, whose import forgets the deletion of the
+        path and session."""
         from sessionstore.wire.jsonl import SessionFileReader
 
         digest = new_prefix_hasher()
@@ -373,7 +377,7 @@ class EntryStore:
                     tx.delete_session(replacing.session_key)
                     present = False
                 else:  # the file now holds another session: the one it held is kept, its file gone
-                    tx.put_source(current._replace(path=to_db(replaced_path(path, session_id))))
+                    tx.put_source(current._replace(path=to_db(replaced_path(path, replacing.session_id, session_id))))
             if existing is not None and present:
                 owner = tx.source(existing.key)
                 _check_owner(owner, path, session_id, adopt=adopt)
@@ -1045,11 +1049,11 @@ def _check_owner(source: SourceRow | None, path: str, session_id: str, *, adopt:
         raise SourceConflictError(f"{path}: session {session_id} is synced from {other}, which still exists")
 
 
-def replaced_path(path: str, session_id: str) -> str:
-    """The recorded path of a session whose file now holds another session (``session_id``): a name no
-    sync finds, so the session counts as a source gone (kept; a prune removes it), and a file naming it
-    elsewhere takes it over as a moved file does."""
-    return f"{path} (replaced by session {session_id})"
+def replaced_path(path: str, old_id: str, new_id: str) -> str:
+    """The recorded path of session ``old_id`` once its file holds session ``new_id``: a name no sync
+    finds, so the session counts as a source gone (kept; a prune removes it), and a file naming it
+    elsewhere takes it over as a moved file does. Unique: it names the session whose row holds it."""
+    return f"{path} (session {old_id} replaced by {new_id})"
 
 
 def _facts_after(after: HeadRow | None, stat: FileStat, *, from_file: int | None = -1) -> SourceFacts:
