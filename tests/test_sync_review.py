@@ -185,3 +185,17 @@ def test_two_sessions_taking_turns_at_one_path_keep_both(store: SessionStore, tm
         assert (result.imported, result.failed, result.gone) == (1, 0, 1 if turn else 0), result.failures
         assert store.session(sid).source_path == str(path) and store.session(sid).entry_count == 2 + turn
     assert sorted(info.id for info in store.list_sessions()) == ["ta", "tb"]
+
+
+def test_a_moved_file_does_not_take_over_what_the_database_added(store: SessionStore, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    path = session_file(project(root), "mv", [header("mv"), *chat(4)])
+    store.sync(root)
+    run(store, "append", "mv", "--user", "added here")
+    moved = project(root, "/work/q") / path.name
+    path.rename(moved)
+    result = store.sync(root)
+    assert result.failed == 1 and "1 entry not from its file" in result.failures[0].reason  # failed before: lost
+    assert "added here" in texts(store, "mv")
+    assert store.sync(root, adopt=True).imported == 1
+    assert store.session("mv").source_path == str(moved) and store.session("mv").entry_count == 4

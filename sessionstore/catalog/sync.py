@@ -27,12 +27,13 @@ sync). Per file:
   (``append``, ``label``, ``name``, ``compact``: the source row counts the file's) or its leaf was
   moved in the database (``branch``), the rewrite is that file's failure saying so, and ``adopt``
   replaces the session with the file. A rewritten file whose header names another session is that
-  session's import: the session it held is kept, its source recorded as gone (``{path} (replaced by
-  session ID)``: counted ``gone``, removed by ``prune``, taken back by a file of its id elsewhere);
+  session's import: the session it held is kept, its source recorded as gone (``{path} (session OLD
+  replaced by NEW)``: counted ``gone``, removed by ``prune``, taken back by a file of its id elsewhere);
 - **imported**: a path without a source row. A file whose session is in the database already is a
   failure when that session was imported by hand (``adopt`` takes it over) or is synced from another
   file that still exists; when that other file is gone the file was moved: it is imported under its
-  new path and takes the session over (one read; the session keeps its id). A second path to a file
+  new path and takes the session over (one read; the session keeps its id; what the database added
+  to it fails the take-over as it fails a rewrite). A second path to a file
   already synced (a symlinked project directory beside its target) is the same file: unchanged.
 - **pending**: an empty file, or one whose header line has no newline yet (pi creates a file and
   writes its lines one at a time): skipped this time, not a failure. A last line without its newline
