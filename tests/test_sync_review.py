@@ -74,6 +74,8 @@ def test_a_rewrite_never_drops_what_the_database_added(store: SessionStore, tmp_
     assert out.startswith("0 imported, 0 appended, 0 rewritten, 0 unchanged, 0 pruned, 0 pending, 1 failed")
     assert err.startswith(f"failed: {path}: session s2 has ")
     assert "re-importing the file would lose that" in err and "sync --adopt replaces" in err
+    lost = "its leaf moved in the database (a branch)" if change[0] == "branch" else "entry not from its file"
+    assert lost in err
     assert (store.entries("s2"), store.leaf("s2")) == before
     assert store.sync(root).failed == 1  # every sync says so, until the user chooses
     done = store.sync(root, adopt=True)

@@ -1074,8 +1074,8 @@ def _refuse_local_changes(head: HeadRow, source: SourceInfo, path: str, session_
     moved = leaf != (facts.leaf_seq if facts.leaf_seq is not None else head.entry_count - 1)
     if local <= 0 and not moved:
         return
-    what = f"{_entries(local)} not from its file" if local > 0 else ""
-    what += (" and " if what else "") + ("its leaf was moved in the database" if moved else "")
+    # Entries added move the leaf too: the leaf is named alone only when it is all there is.
+    what = f"{_entries(local)} not from its file" if local > 0 else "its leaf moved in the database (a branch)"
     raise SourceConflictError(
         f"{path}: session {session_id} has {what}; re-importing the file would lose that (sessionstore export"
         f" {session_id} keeps a copy; sync --adopt replaces the session with the file)")
