@@ -226,8 +226,13 @@ def test_a_truncated_or_edited_file_is_reimported_and_may_name_another_session(
     session_file(project(root), "st", lines)
     assert store.sync(root).rewritten == 1
     assert store.entry("st", "e0002")["message"]["content"][0]["text"] == "same length?"
-    session_file(project(root), "st", [header("other"), *chat(2)])  # the path now holds another session
-    assert store.sync(root).rewritten == 1
+    path = session_file(project(root), "st", [header("other"), *chat(2)])  # the path holds another session now
+    result = store.sync(root)
+    assert (result.imported, result.rewritten, result.gone) == (1, 0, 1)  # failed before: 1 rewritten, st deleted
+    assert sorted(s.id for s in store.list_sessions()) == ["other", "st"]
+    assert store.session("st").entry_count == 3 and source_of(store, "other") == str(path)
+    assert store.sync(root).gone == 1
+    assert store.sync(root, prune=True).pruned == 1
     assert [s.id for s in store.list_sessions()] == ["other"]
 
 
@@ -422,7 +427,7 @@ def test_cli_sync_json_counts_failures_and_exit_status(store: SessionStore, tmp_
     assert done.exit_code == 1, done.output
     assert json.loads(done.stdout) == {
         "imported": 1, "appended": 0, "rewritten": 0, "unchanged": 0, "pruned": 0, "pending": 0, "failed": 1,
-        "entries": 2, "gone": 0, "deleted": 0, "skipped": [],
+        "entries": 2, "gone": 0, "deleted": 0, "waiting": 0, "skipped": [],
         "failures": [{"path": str(bad), "line": 2, "reason": json.loads(done.stdout)["failures"][0]["reason"]}]}
     bad.unlink()
     done = runner.invoke(cli, ["--db", store.url, "sync", str(root)])

@@ -8,8 +8,9 @@ of it in the database, the lengths and digests of its first and last consumed li
 the whole consumed prefix, its version as read, the parent ids no entry had yet, the time of the
 sync). Per file:
 
-- **unchanged**: same path, size and mtime (ns) as recorded: one ``stat`` (from the directory scan),
-  nothing read;
+- **unchanged**: same path, size, mtime (ns), inode and ctime as recorded: one ``stat`` (from the
+  directory scan), nothing read (a copy that keeps the size and mtime, ``cp -p`` or ``rsync -t``,
+  changes the ctime or the inode, and is checked as below);
 - **appended** (grown): a v3 file at least as large as the consumed offset whose first line and last
   consumed line are the recorded ones (two small ``pread`` calls) and whose consumed prefix hashes to
   the recorded digest (read whole: only for a file whose size or mtime changed, so a rewrite that
@@ -21,11 +22,18 @@ sync). Per file:
 - **rewritten**: anything else (shorter than the consumed offset, a changed consumed prefix: pi
   rewrites a v1/v2 file as v3 when it loads it, and ``_rewriteFile`` truncates and writes the whole
   file), a grown v1/v2 file (the upgrade numbers entries from the start) and a file whose
-  source row predates the prefix digest: re-imported, replacing the session, in one transaction;
+  source row predates the prefix digest: re-imported, replacing the session, in one transaction.
+  Nothing the database added is lost that way: when the session holds entries its file did not give
+  (``append``, ``label``, ``name``, ``compact``: the source row counts the file's) or its leaf was
+  moved in the database (``branch``), the rewrite is that file's failure saying so, and ``adopt``
+  replaces the session with the file. A rewritten file whose header names another session is that
+  session's import: the session it held is kept, its source recorded as gone (``{path} (session OLD
+  replaced by NEW)``: counted ``gone``, removed by ``prune``, taken back by a file of its id elsewhere);
 - **imported**: a path without a source row. A file whose session is in the database already is a
   failure when that session was imported by hand (``adopt`` takes it over) or is synced from another
   file that still exists; when that other file is gone the file was moved: it is imported under its
-  new path and takes the session over (one read; the session keeps its id). A second path to a file
+  new path and takes the session over (one read; the session keeps its id; what the database added
+  to it fails the take-over as it fails a rewrite). A second path to a file
   already synced (a symlinked project directory beside its target) is the same file: unchanged.
 - **pending**: an empty file, or one whose header line has no newline yet (pi creates a file and
   writes its lines one at a time): skipped this time, not a failure. A last line without its newline
@@ -34,17 +42,20 @@ sync). Per file:
   last line stays without its newline (a torn write: pi reads the line, and its next load of the
   file adds the newline) is not being written once a sync finds it unchanged since the previous one:
   that sync reads the line when it is a whole JSON object (no torn prefix of pi's one-object lines
-  is), as pi does; the newline pi adds later ends that line and reads nothing again.
+  is), as pi does; the newline pi adds later ends that line and reads nothing again. A file with such
+  a line not read yet is counted ``waiting`` (besides its state).
 - **failed**: ``file:line: reason`` (the import's checks, unreadable files, conflicts, and any
   unexpected failure while the file is stored, at the line read last); nothing of that file is
   written, the other files still sync, and the source row stays as it was (the next sync tries again).
 - **skipped**: a ``*.jsonl`` name that is not a regular file (a FIFO, a device, a socket, a
   directory), with that reason; it is never opened (reading a FIFO would block).
 
-**deleted**: a file whose synced session was deleted on purpose (``rm``, ``delete_session``: the store
-remembers the file, ``sessionstore_deleted_sources``) is not read again, whatever pi writes to it
-later, nor a file naming that session (moved since); ``include_deleted`` imports it and forgets the
-deletion. A user who deleted a session from the mirror meant it; pi still has the file.
+**deleted**: a file naming a synced session that was deleted on purpose (``rm``, ``delete_session``:
+the store remembers the session and its file, ``sessionstore_deleted_sources``) is not imported
+again, whatever pi writes to it later, wherever it is (its header is read: another session's file at
+that path is imported); ``include_deleted`` imports it and forgets the deletion. A deleted session
+that is in the database again (imported by hand) is not counted deleted: it is a session imported by
+hand. A user who deleted a session from the mirror meant it; pi still has the file.
 
 ``prune``: a synced session whose recorded path is under the directory and whose file is gone is
 deleted (only sessions with a source row; a session imported by hand is never pruned). Without it a
@@ -125,6 +136,9 @@ class SyncResult:
     """Synced sessions under the directory whose file is gone, kept (``prune`` deletes them instead)."""
     deleted: int = 0
     """Files whose session was deleted on purpose, left unread (``include_deleted`` imports them)."""
+    waiting: int = 0
+    """Files whose last line has no newline and was not read (a line being written, or torn and not
+    whole; counted besides the file's state)."""
     failures: list[SyncFailure] = field(default_factory=list)
     skipped: list[SyncFailure] = field(default_factory=list)
     """``*.jsonl`` names that are not regular files (a FIFO, a device, a socket, a directory), with why."""
@@ -139,19 +153,23 @@ class SyncResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.gone = other.gone
         self.deleted = other.deleted
+        self.waiting = other.waiting
         self.failures = list(other.failures)
         self.skipped = list(other.skipped)
 
     def to_json(self) -> dict[str, Any]:
         return {"imported": self.imported, "appended": self.appended, "rewritten": self.rewritten,
                 "unchanged": self.unchanged, "pruned": self.pruned, "pending": self.pending, "failed": self.failed,
-                "entries": self.entries, "gone": self.gone, "deleted": self.deleted,
+                "entries": self.entries, "gone": self.gone, "deleted": self.deleted, "waiting": self.waiting,
                 "failures": [f.to_json() for f in self.failures], "skipped": [s.to_json() for s in self.skipped]}
 
     def summary(self) -> str:
         """One line of counts; what a user should know of (sources gone, names skipped) said after them."""
         line = (f"{self.imported} imported, {self.appended} appended, {self.rewritten} rewritten, "
                 f"{self.unchanged} unchanged, {self.pruned} pruned, {self.pending} pending, {self.failed} failed")
+        if self.waiting:
+            its = "its" if self.waiting == 1 else "their"
+            line += f"; {_count(self.waiting, 'last line')} waiting for {its} newline"
         if self.skipped:
             line += f"; {_count(len(self.skipped), 'name')} skipped (not a regular file)"
         if self.gone:
@@ -225,21 +243,20 @@ def sync_directory(
         raise InvalidInputError(f"the sessions directory {root} {what}")
     result = SyncResult()
     known = {source.path: source for source in store.sources()}
-    deleted = store.deleted_sources()  # path -> session id, deleted on purpose (rm)
-    deleted_ids = frozenset(deleted.values())
+    deleted_ids = frozenset(store.deleted_sources().values())  # sessions deleted on purpose (rm)
     scanned = list(_scan(root, result))
     synced_files = {(info.st_dev, info.st_ino) for path, info in scanned if path in known}
     work: list[tuple[str, FileStat, SourceInfo | None, tuple[int, int]]] = []
     for path, info in scanned:
         stat = FileStat.of(info)
         source = known.get(path)
-        if source is not None and source.stat == stat:
+        if source is not None and source.stat.same_as(stat):
             if source.consumed_bytes < stat.size and _whole_last_line(path, source.consumed_bytes, stat.size):
                 work.append((path, stat, source, (info.st_dev, info.st_ino)))  # unchanged since: not being written
             else:
                 result.unchanged += 1
-        elif source is None and path in deleted and not include_deleted:
-            result.deleted += 1  # the user deleted its session: never read
+                if source.consumed_bytes < stat.size:
+                    result.waiting += 1
         elif stat.size == 0:
             result.pending += 1  # pi creates the file, then writes it
         else:
@@ -298,7 +315,7 @@ def _sync_file(
             done = store.import_source(path, stat, adopt=adopt, deleted=deleted, include_deleted=include_deleted)
             result.imported += 1
         else:
-            settled = source.stat == stat  # a last line without its newline, left as it was: read it
+            settled = source.stat.same_as(stat)  # a last line without its newline, left as it was: read it
             digest = _only_grown(path, stat, source)
             if digest is not None:
                 done = store.append_source(source, stat, digest=digest, take_unterminated=settled)
@@ -307,9 +324,15 @@ def _sync_file(
                 else:
                     result.unchanged += 1
             else:
-                done = store.import_source(path, stat, replacing=source, take_unterminated=settled)
-                result.rewritten += 1
+                done = store.import_source(path, stat, replacing=source, take_unterminated=settled, adopt=adopt,
+                                           deleted=deleted, include_deleted=include_deleted)
+                if done.session_id == source.session_id:
+                    result.rewritten += 1
+                else:  # another session's file in its place: a new session (the one it held is kept, gone)
+                    result.imported += 1
         result.entries += done.entries
+        if done.source.consumed_bytes < stat.size:
+            result.waiting += 1  # a last line without its newline, not read (yet)
     except IncompleteHeaderError:
         result.pending += 1
     except SourceChangedError:

@@ -60,7 +60,9 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--prune", is_flag=True, help="Delete synced sessions whose file is gone (never one imported by hand).")
-@click.option("--adopt", is_flag=True, help="Let a file take over the session of its id when it was imported by hand.")
+@click.option("--adopt", is_flag=True,
+              help="Let a file take over the session of its id when it was imported by hand, or replace a synced"
+                   " session the database added to (append, label, branch...) when its file was rewritten.")
 @click.option("--include-deleted", is_flag=True,
               help="Import again the files whose session was deleted (rm); otherwise they are left.")
 @click.option("--watch", "watching", is_flag=True, help="Keep mirroring as pi writes (polls every --interval s).")
@@ -78,11 +80,13 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, include_del
     DIRECTORY defaults to $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions. New files are
     imported, grown files get their new complete lines appended, rewritten files are re-imported,
     unchanged files cost a stat. A file that fails is reported as file:line and the others still
-    sync; the exit status is then 1. A session whose file is gone stays (counted; --prune deletes
-    it); a file whose session was deleted with rm is left (counted; --include-deleted imports it).
+    sync; the exit status is then 1. A rewritten file whose session holds what the database added
+    (appended entries, a moved leaf) fails rather than lose it (--adopt replaces it). A session whose
+    file is gone, or now holds another session, stays (counted; --prune deletes it); a file of a
+    session deleted with rm is left (counted; --include-deleted imports it).
     Names that are not regular files (FIFOs, devices) are skipped with the reason. Prints the
     counts (--json: imported, appended, rewritten, unchanged, pruned, pending, failed, entries,
-    gone, deleted, failures, skipped).
+    gone, deleted, waiting: last lines without their newline not read yet, failures, skipped).
 
     \b
     Example:

@@ -66,6 +66,7 @@ from sessionstore.store.sources import (
     FileStat,
     SourceChangedError,
     SourceDeletedError,
+    SourceFacts,
     SourceInfo,
     encode_dangling,
     line_digest,
@@ -328,7 +329,10 @@ class EntryStore:
         """Import the complete lines of the pi file at ``path`` as the session synced from it, and record
         its source row, in one transaction (the import's checks; the leaf is the last entry, as pi's loader
         takes it). ``replacing``: the source this path had (a rewritten file): its session is replaced,
-        also when the file now names another session. ``stat``: what a ``stat`` said before the read.
+        unless it holds what the file did not give (entries appended in the database, a leaf moved
+        there: :class:`SourceConflictError` unless ``adopt``); when the file now names another session,
+        that one is imported and the replaced one kept, its source gone (:func:`replaced_path`).
+        ``stat``: what a ``stat`` said before the read.
 
         Raises :class:`JsonlError` (``file:line: reason``), :class:`IncompleteHeaderError` while the
         header line has no newline, and :class:`SourceConflictError` when the file's session is in the
@@ -338,8 +342,9 @@ class EntryStore:
         of storing a line is a :class:`JsonlError` at that line. ``take_unterminated``: a last line
         without its newline that is a whole JSON object is read too (the file did not change since the
         previous sync: it was not being written). ``deleted``: ids of sessions deleted on purpose
-        (:meth:`deleted_sources`): a file naming one raises :class:`SourceDeletedError` (it was moved
-        since), unless ``include_deleted``, whose import forgets the deletion of the path and session."""
+        (:meth:`deleted_sources`): a file naming one that is not in the database raises
+        :class:`SourceDeletedError`, unless ``include_deleted``, whose import forgets the deletion of the
+        path and session."""
         from sessionstore.wire.jsonl import SessionFileReader
 
         digest = new_prefix_hasher()
@@ -357,22 +362,34 @@ class EntryStore:
         header = reader.header
         header.pop(LEAF_KEY, None)  # written by export_jsonl; pi ignores it, and so does a mirror
         session_id = str(header["id"])
-        if session_id in deleted and not include_deleted:
-            raise SourceDeletedError(path, session_id)
         with self.backend.write(bulk=True) as tx:
+            existing = tx.head(to_db(session_id), lock=True)
+            present = existing is not None and not existing.deleting
+            if session_id in deleted and not include_deleted and not present:
+                raise SourceDeletedError(path, session_id)
             if replacing is not None:
                 current = tx.source(replacing.session_key)
                 if current is None or from_db(current.path) != path:
                     raise SourceChangedError(path)
-                tx.delete_session(replacing.session_key)
-            existing = tx.head(to_db(session_id), lock=True)
-            if existing is not None and not existing.deleting:
-                _check_owner(tx.source(existing.key), path, session_id, adopt=adopt)
+                if replacing.session_id == session_id:
+                    if existing is not None and not adopt:
+                        _refuse_local_changes(existing, replacing, path, session_id)
+                    tx.delete_session(replacing.session_key)
+                    present = False
+                else:  # the file now holds another session: the one it held is kept, its file gone
+                    tx.put_source(current._replace(path=to_db(replaced_path(path, replacing.session_id, session_id))))
+            if existing is not None and present:
+                owner = tx.source(existing.key)
+                _check_owner(owner, path, session_id, adopt=adopt)
+                if owner is not None and not adopt:  # a moved file: what the session holds beyond it stays
+                    _refuse_local_changes(existing, SourceInfo.of(to_db(session_id), owner), path, session_id)
             key, result = self._insert(
                 tx, header, ((entry, text) for _line, entry, text in reader.entries_with_text()),
                 shared_ids=reader.ids, replace=True, source_name=reader.name, header_text=reader.header_text)
+            after = tx.head(to_db(session_id), lock=False)
+            facts = _facts_after(after, stat)
             row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version,
-                              prefix=digest.hexdigest())
+                              prefix=digest.hexdigest(), facts=facts)
             tx.put_source(row)
             if include_deleted:
                 tx.forget_deleted_source(to_db(path), to_db(session_id))
@@ -424,8 +441,11 @@ class EntryStore:
                 tx.update_head(_head_update(row.key, written.last_id, written.last_facts, stats),
                                texts_changed=texts_changed)
             head_digest = source.check.partition(":")[0]
+            before = source.facts.entries
+            after = tx.head(to_db(source.session_id), lock=False)
+            facts = _facts_after(after, stat, from_file=None if before is None else before + len(index))
             new_row = _source_row(row.key, source.path, stat, reader, head_digest, source.file_version,
-                                  prefix=digest.hexdigest(), previous=source)
+                                  prefix=digest.hexdigest(), previous=source, facts=facts)
             tx.put_source(new_row)
         return SourceResult(source.session_id, len(index), SourceInfo.of(to_db(source.session_id), new_row))
 
@@ -1029,9 +1049,45 @@ def _check_owner(source: SourceRow | None, path: str, session_id: str, *, adopt:
         raise SourceConflictError(f"{path}: session {session_id} is synced from {other}, which still exists")
 
 
+def replaced_path(path: str, old_id: str, new_id: str) -> str:
+    """The recorded path of session ``old_id`` once its file holds session ``new_id``: a name no sync
+    finds, so the session counts as a source gone (kept; a prune removes it), and a file naming it
+    elsewhere takes it over as a moved file does. Unique: it names the session whose row holds it."""
+    return f"{path} (session {old_id} replaced by {new_id})"
+
+
+def _facts_after(after: HeadRow | None, stat: FileStat, *, from_file: int | None = -1) -> SourceFacts:
+    """The facts of a source row once a sync wrote its session (``after``): ``from_file`` entries came
+    from the file (``-1``: all of them, an import; ``None``: not known, a row from before it was counted)."""
+    count = after.entry_count if after is not None else 0
+    leaf = after.leaf_seq if after is not None and after.leaf_seq is not None else -1
+    return SourceFacts(count if from_file == -1 else from_file, leaf, stat.ino, stat.ctime_ns)
+
+
+def _refuse_local_changes(head: HeadRow, source: SourceInfo, path: str, session_id: str) -> None:
+    """Raises :class:`SourceConflictError` when the stored session ``head`` holds what its file
+    (``source``, as last synced) did not give: entries appended in the database (``append``, ``label``,
+    ``name``, ``compact``) or a leaf moved there (``branch``), which a re-import of the file would lose."""
+    facts = source.facts
+    local = head.entry_count - facts.entries if facts.entries is not None else 0
+    leaf = head.leaf_seq if head.leaf_seq is not None else -1
+    moved = leaf != (facts.leaf_seq if facts.leaf_seq is not None else head.entry_count - 1)
+    if local <= 0 and not moved:
+        return
+    # Entries added move the leaf too: the leaf is named alone only when it is all there is.
+    what = f"{_entries(local)} not from its file" if local > 0 else "its leaf moved in the database (a branch)"
+    raise SourceConflictError(
+        f"{path}: session {session_id} has {what}; re-importing the file would lose that (sessionstore export"
+        f" {session_id} keeps a copy; sync --adopt replaces the session with the file)")
+
+
+def _entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
 def _source_row(
     key: int, path: str, stat: FileStat, reader: SessionFileReader, head_digest: str, version: int, *,
-    prefix: str, previous: SourceInfo | None = None,
+    prefix: str, facts: SourceFacts, previous: SourceInfo | None = None,
 ) -> SourceRow:
     """The source row after ``reader`` consumed what it read (``previous``: the row it continued;
     ``prefix``: the digest of the consumed prefix)."""
@@ -1041,7 +1097,7 @@ def _source_row(
         tail_bytes, tail_digest = previous.tail_bytes, split_check(previous.check)[1]
     head_bytes = previous.head_bytes if previous is not None else len(reader.first_line)
     return SourceRow(key, to_db(path), stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
-                     head_bytes, tail_bytes, f"{head_digest}:{tail_digest}:{prefix}", version,
+                     head_bytes, tail_bytes, f"{head_digest}:{tail_digest}:{prefix}{facts.encode()}", version,
                      encode_dangling(reader.awaited), now_iso())
 
 

@@ -9,12 +9,19 @@ rewrites the header and every line; a truncation) changes the first two or the s
 line changed, the size kept) changes the prefix digest, which a sync computes only for a file whose
 size or mtime changed. A check recorded before the prefix digest existed has two parts: such a file
 is re-imported once when it changes.
+
+After the three digests a check holds ``key=value`` facts (:class:`SourceFacts`), each optional (a row
+written before a fact existed lacks it): ``n``, the session's entries that came from the file, and ``l``,
+the seq of the leaf the sync left (so a sync tells entries appended in the database, and a leaf moved
+there, from what the file gave); ``i`` and ``c``, the file's inode and ctime (ns) when it was looked
+at, which a copy that keeps the size and mtime (``cp -p``, ``rsync -t``, ``touch -r``) changes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
@@ -45,14 +52,49 @@ class SourceDeletedError(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
-    """What a ``stat`` of the file said when a sync looked at it."""
+    """What a ``stat`` of the file said when a sync looked at it (``ino``, ``ctime_ns``: ``None`` in a
+    source row recorded before they were)."""
 
     size: int
     mtime_ns: int
+    ino: int | None = None
+    ctime_ns: int | None = None
 
     @classmethod
     def of(cls, result: os.stat_result) -> FileStat:
-        return cls(result.st_size, result.st_mtime_ns)
+        return cls(result.st_size, result.st_mtime_ns, result.st_ino, result.st_ctime_ns)
+
+    def same_as(self, now: FileStat) -> bool:
+        """Whether the file recorded as this is unchanged at ``now`` (what was not recorded is not compared)."""
+        return (self.size == now.size and self.mtime_ns == now.mtime_ns and self.ino in (None, now.ino)
+                and self.ctime_ns in (None, now.ctime_ns))
+
+
+_FACT_KEYS = (("n", "entries"), ("l", "leaf_seq"), ("i", "ino"), ("c", "ctime_ns"))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFacts:
+    """The facts a check holds after its digests (see the module's documentation); ``None``: not recorded."""
+
+    entries: int | None = None
+    """``n``: the session's entries that came from the file."""
+    leaf_seq: int | None = None
+    """``l``: the seq of the leaf the sync left (``-1``: no leaf)."""
+    ino: int | None = None
+    ctime_ns: int | None = None
+
+    def encode(self) -> str:
+        return "".join(f":{key}={getattr(self, name)}" for key, name in _FACT_KEYS if getattr(self, name) is not None)
+
+    @classmethod
+    def decode(cls, check: str) -> SourceFacts:
+        given = dict(part.partition("=")[::2] for part in check.split(":")[3:])
+        values: dict[str, int] = {}
+        for key, name in _FACT_KEYS:
+            with suppress(KeyError, ValueError):
+                values[name] = int(given[key])
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +116,15 @@ class SourceInfo:
 
     @classmethod
     def of(cls, session_id: str, row: SourceRow) -> SourceInfo:
-        return cls(from_db(session_id), int(row.session_key), from_db(row.path), FileStat(row.size, row.mtime_ns),
+        facts = SourceFacts.decode(row.check_hash)
+        stat = FileStat(row.size, row.mtime_ns, facts.ino, facts.ctime_ns)
+        return cls(from_db(session_id), int(row.session_key), from_db(row.path), stat,
                    int(row.consumed_bytes), int(row.consumed_lines), int(row.head_bytes), int(row.tail_bytes),
                    row.check_hash, int(row.file_version), decode_dangling(row.dangling), row.synced_at)
+
+    @property
+    def facts(self) -> SourceFacts:
+        return SourceFacts.decode(self.check)
 
     @property
     def resume_point(self) -> ResumePoint:
@@ -143,8 +191,7 @@ def prefix_digest(fd: int, length: int) -> Hasher:
 
 def split_check(check: str) -> tuple[str, str, str | None]:
     """``(head, tail, prefix)`` of a recorded check (``prefix``: ``None`` in a check from before it)."""
-    head, _, rest = check.partition(":")
-    tail, _, prefix = rest.partition(":")
+    head, tail, prefix = [*check.split(":"), "", ""][:3]
     return head, tail, prefix or None
 
 
