@@ -351,6 +351,12 @@ def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
 
 PICKER_MIN_WIDTH = 10
 """The fewest columns the message column gets however narrow the terminal (pi's picker: 10)."""
+PATH_MIN_WIDTH = 10
+"""The fewest columns CWD and SOURCE are cut to (from the left, with ``…``) to make room for the message."""
+MESSAGE_GOAL = 20
+"""The columns the message column should get before the ID is shortened and ACTIVE dropped."""
+SHORT_ID = 8
+"""The shortest ID prefix a narrow ``ls`` shows (``rm`` takes a prefix of this length)."""
 
 
 def _source_cell(path: str | None, gone: Container[str]) -> str:
@@ -359,30 +365,86 @@ def _source_cell(path: str | None, gone: Container[str]) -> str:
     return f"{path} (gone)" if path in gone else path
 
 
+def cut_left(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to fit ``width`` columns by dropping its start, ``ellipsis`` first (a path keeps its end)."""
+    if display_width(text) <= width:
+        return text
+    room = max(0, width - display_width(ellipsis))
+    out: list[str] = []
+    used = 0
+    for char in reversed(text):
+        w = display_width(char)
+        if used + w > room:
+            break
+        out.append(char)
+        used += w
+    return ellipsis + "".join(reversed(out))
+
+
+def _short_ids(ids: Sequence[str]) -> list[str]:
+    """Each id as its shortest prefix of at least :data:`SHORT_ID` characters unique among ``ids``."""
+    out = []
+    for sid in ids:
+        length = SHORT_ID
+        while length < len(sid) and any(o != sid and o.startswith(sid[:length]) for o in ids):
+            length += 1
+        out.append(sid[:length])
+    return out
+
+
+def _fit_paths(widths: list[int], floors: list[int], room: int) -> list[int]:
+    """``widths`` of the path columns cut (the widest first, none below its floor) to fit ``room``."""
+    widths = list(widths)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda c: widths[c] - floors[c])
+        if widths[widest] <= floors[widest]:
+            break
+        widths[widest] -= 1
+    return widths
+
+
 def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = ()) -> str:
     """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
     last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
-    else the first message (:func:`picker_text`), cut to fit ``width`` columns (the terminal's; at
-    least :data:`PICKER_MIN_WIDTH`), then each line cut to ``width`` as pi's picker does (``None``:
-    nothing is cut). SOURCE, the synced file, only when a session
-    has one, ``(gone)`` after it when it is in ``gone``."""
+    else the first message (:func:`picker_text`). SOURCE, the synced file, only when a session has one,
+    ``(gone)`` after it when it is in ``gone``.
+
+    Cut to fit ``width`` columns (``None``: nothing is cut): first CWD and SOURCE are cut from the left
+    (``…``, down to :data:`PATH_MIN_WIDTH`) so the message shows whole; when the message would still get
+    fewer than :data:`MESSAGE_GOAL` columns the IDs are shortened to unique prefixes (at least
+    :data:`SHORT_ID` characters), then ACTIVE is left out. The message is then cut to the room left (at
+    least :data:`PICKER_MIN_WIDTH`), and each line to ``width``, as pi's picker does."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)
-    rows: list[tuple[str, ...]] = [("ID", "MODIFIED", "ACTIVE", "MSGS", "CWD", *(("SOURCE",) * synced),
-                                    "NAME OR FIRST MESSAGE")]
-    for i in infos:
-        cells = (i.id, ms_to_iso(i.modified_ms), ms_to_iso(i.active_ms), str(i.message_count), i.cwd,
-                 *((_source_cell(i.source_path, gone),) * synced))
-        rows.append((*(safe_line(cell) for cell in cells), picker_text(i)))
-    columns = len(rows[0]) - 1
-    widths = [max(display_width(r[c]) for r in rows) for c in range(columns)]
-    lead = sum(widths) + 2 * columns
-    room = None if width is None else max(PICKER_MIN_WIDTH, width - lead)
+    ids = [safe_line(i.id) for i in infos]
+    messages = ["NAME OR FIRST MESSAGE", *(picker_text(i) for i in infos)]
+    paths = [["CWD", *(safe_line(i.cwd) for i in infos)]]
+    if synced:
+        paths.append(["SOURCE", *(safe_line(_source_cell(i.source_path, gone)) for i in infos)])
+    times = [["MODIFIED", *(ms_to_iso(i.modified_ms) for i in infos)],
+             ["ACTIVE", *(ms_to_iso(i.active_ms) for i in infos)]]
+    counts = ["MSGS", *(str(i.message_count) for i in infos)]
+    natural = [max(display_width(cell) for cell in column) for column in paths]
+    wanted = max(display_width(m) for m in messages)
+    layouts = [(["ID", *ids], times), (["ID", *_short_ids(ids)], times), (["ID", *_short_ids(ids)], times[:1])]
+    for attempt, (id_column, shown_times) in enumerate(layouts):
+        fixed = [id_column, *shown_times, counts]
+        lead = sum(max(display_width(c) for c in column) for column in fixed) + 2 * (len(fixed) + len(paths))
+        if width is None:
+            path_widths = natural
+            break
+        floors = [min(n, PATH_MIN_WIDTH) for n in natural]
+        path_widths = _fit_paths(natural, floors, width - lead - wanted)
+        if width - lead - sum(path_widths) >= min(wanted, MESSAGE_GOAL) or attempt == len(layouts) - 1:
+            break
+    columns = [*fixed, *([cut_left(cell, w) for cell in column] for column, w in zip(paths, path_widths, strict=True))]
+    widths = [max(display_width(cell) for cell in column) for column in columns]
+    room = None if width is None else max(PICKER_MIN_WIDTH, width - sum(widths) - 2 * len(columns))
     lines: list[str] = []
-    for r in rows:
-        padded = [cell + " " * (widths[c] - display_width(cell)) for c, cell in enumerate(r[:columns])]
-        last = r[columns] if room is None else truncate_to_width(r[columns], room)
+    for r in range(len(messages)):
+        padded = [column[r] + " " * (widths[c] - display_width(column[r])) for c, column in enumerate(columns)]
+        last = messages[r] if room is None else truncate_to_width(messages[r], room)
         line = ("  ".join(padded) + "  " + last).rstrip()
         lines.append(line if width is None else truncate_to_width(line, width))  # (as pi cuts each line)
     return "\n".join(lines)
