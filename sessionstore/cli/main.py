@@ -1321,7 +1321,9 @@ def name(ctx: Ctx, session: str, text: str) -> None:
 @click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=20000, show_default=True)
 @click.option("--first-kept", metavar="ENTRY_ID", default=None, type=TEXT,
               help="Keep from this entry (default: planned).")
-@click.option("--plan", "plan_only", is_flag=True, help="Print what would be summarised; write nothing.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what would be summarised, or why nothing would be (exit 0); write nothing."
+                   " --json: {\"compact\": true, the plan...} or {\"compact\": false, \"reason\": ...}.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -1334,10 +1336,11 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
         from sessionstore.context.compaction import plan_or_reason
 
         plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
-        if isinstance(plan, str):
-            fail(f"nothing to compact: {plan}")
+        if isinstance(plan, str):  # an answer, not a failure: the plan is that there is nothing to do
+            emit_json({"compact": False, "reason": plan}) if as_json else say(f"nothing to compact: {plan}")
+            return
         if as_json:
-            emit_json(plan.to_json())
+            emit_json({"compact": True, **plan.to_json()})
             return
         say(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
         say(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "
