@@ -238,6 +238,34 @@ def _parsed_url(url: str) -> URL:
     return make_url(url)
 
 
+KEEPS_NOTHING = ("an in-memory database keeps nothing after the command: give a SQLite file"
+                 " (--db ./sessions.db, --db sqlite:////abs/path.db) or a postgresql:// URL")
+
+
+def command_line_url(given: str) -> str:
+    """The URL ``--db`` (or ``$SESSIONSTORE_DB``) names (:func:`database_url`), refused in one line when it
+    is empty, does not parse, or is an in-memory SQLite database (``sqlite://``, ``sqlite:///``,
+    ``:memory:``, ``mode=memory``): each command runs in its own process, so nothing it wrote would be
+    kept. (The library accepts an in-memory database.)"""
+    from sessionstore.store.sqlite_file import plain_path
+
+    if not given.strip():
+        fail(f"--db is empty: {KEEPS_NOTHING.partition(': ')[2]}")
+    url = database_url(given)
+    if not url.startswith("sqlite") or plain_path(url) is not None:  # (no SQLAlchemy for the usual cases)
+        return url
+    try:
+        parsed = _parsed_url(url)
+    except Exception as exc:  # (SQLAlchemy's parser raises ValueError and its own ArgumentError)
+        fail(f"--db {render.safe_line(given)}: not a database URL ({one_line(str(exc))})")
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and (
+        database in ("", ":memory:") or "mode=memory" in database or parsed.query.get("mode") == "memory"
+    ):
+        fail(f"--db {render.safe_line(given)}: {KEEPS_NOTHING}")
+    return url
+
+
 def db_label(url: str) -> str:
     """How an error names the database: a SQLite file's path, else the URL without its password."""
     from sessionstore.store.sqlite_file import plain_path
@@ -562,7 +590,7 @@ always wins; an ambiguous prefix is refused with its candidates."""
 @click.version_option(package_name="sessionstore")
 @click.pass_context
 def cli(context: click.Context, url: str | None, durability: str) -> None:
-    context.obj = Ctx(database_url(url) if url else None, durability,
+    context.obj = Ctx(None if url is None else command_line_url(url), durability,
                       create=context.invoked_subcommand not in READ_ONLY_COMMANDS)
 
 
