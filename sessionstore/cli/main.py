@@ -259,7 +259,7 @@ def command_line_url(given: str) -> str:
     except Exception as exc:  # (SQLAlchemy's parser raises ValueError and its own ArgumentError)
         fail(f"--db {render.safe_line(given)}: not a database URL ({one_line(str(exc))})")
     database = parsed.database or ""
-    if parsed.get_backend_name() == "sqlite" and (
+    if parsed.get_backend_name() == "sqlite" and not parsed.host and (  # (a host: its own error, later)
         database in ("", ":memory:") or "mode=memory" in database or parsed.query.get("mode") == "memory"
     ):
         fail(f"--db {render.safe_line(given)}: {KEEPS_NOTHING}")
