@@ -1,9 +1,10 @@
 """Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed).
 
 Session data can hold anything, so every rendering goes through :func:`safe_text`: characters that a
-terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional marks, embeddings,
-overrides and isolates, the line and paragraph separators U+2028/U+2029) are shown as escapes
-(``\\x1b``, ``\\u202e``, ``\\u2028``) instead of being sent to the terminal, and lone surrogates as
+terminal would act on or show as nothing (escape sequences, other C0 and C1 controls, DEL, the line and
+paragraph separators U+2028/U+2029, every format character: bidirectional marks, embeddings, overrides
+and isolates, zero-width characters, the BOM, tag characters) are shown as escapes (``\\x1b``,
+``\\u202e``, ``\\u2028``, ``\\U000e0041``) instead of being sent to the terminal, and lone surrogates as
 ``\\udxxx`` (they cannot be encoded). ``--json`` output is JSON and keeps them as they are.
 """
 
@@ -23,11 +24,17 @@ if TYPE_CHECKING:
     from sessionstore.store.records import SessionInfo, TreeNode
     from sessionstore.validate import Diagnostic
 
-# What a terminal acts on, besides newline and tab: C0 controls, DEL, C1 controls (NEL among them),
-# the bidi marks (ALM, LRM, RLM), embeddings, overrides and isolates, the line and paragraph separators
-# (U+2028/9: a line break to some terminals and viewers), and surrogates (a pair held as two code
-# points is one character; a lone one cannot be encoded). One list, for every text output.
-_TERMINAL_ACTS_ON = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# What a terminal acts on or shows as nothing, besides newline and tab: C0 controls, DEL, C1 controls
+# (NEL among them), the line and paragraph separators (U+2028/9: a line break to some terminals and
+# viewers), every format character (Unicode category Cf: the bidi marks, embeddings, overrides and
+# isolates, zero-width spaces and joiners, the soft hyphen, word joiner and invisible operators, the BOM,
+# interlinear annotations, the tag characters U+E0000-E007F: invisible, so text could hide in them),
+# and surrogates (a pair held as two code points is one character; a lone one cannot be encoded).
+# One list, for every text output (tests/test_cli_hostile_values.py holds it to unicodedata's Cf).
+_FORMAT_CHARACTERS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+                      "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                      "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+_TERMINAL_ACTS_ON = f"\x7f-\x9f\u2028\u2029{_FORMAT_CHARACTERS}"
 _SURROGATES = "[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
 _UNSAFE = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
 _UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
@@ -43,7 +50,9 @@ def _escape(match: re.Match[str]) -> str:
     code = ord(text)
     if text in _SHORT:
         return _SHORT[text]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
