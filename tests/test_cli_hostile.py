@@ -444,6 +444,24 @@ def test_text_output_escapes_bidi_marks_and_line_separators(run: Run, tmp_path: 
     assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"na{SEPARATORS}me"
 
 
+def test_an_import_failure_of_a_file_with_a_newline_in_its_name_keeps_the_reason(run: Run, tmp_path: Path) -> None:
+    """Before, the reason was cut at the name's newline: ``error: p/a b.jsonl: p/a``."""
+    bad = tmp_path / "a\nb.jsonl"
+    bad.write_text("garbage\n")
+    lenient = tmp_path / "c\x1bd.jsonl"
+    lenient.write_text(json.dumps({"type": "session", "version": 3, "id": "nl", "timestamp": TS, "cwd": "/w"})
+                       + "\ngarbage\n")
+    result = run("import", str(bad), str(tmp_path / "no\nsuch.jsonl"))
+    errors = result.stderr.splitlines()
+    assert result.exit_code == 2 and len(errors) == 3, result.stderr
+    assert errors[0] == f"error: {tmp_path}/a\\nb.jsonl:1: the session header is not readable: invalid JSON:" \
+        " unexpected character, expected a JSON value: line 1 column 1 (char 0)"
+    assert errors[1] == f"error: {tmp_path}/no\\nsuch.jsonl: No such file or directory"
+    skipped = run("import", "--lenient", str(lenient))
+    assert skipped.exit_code == 0 and skipped.stderr.startswith(f"skipped {tmp_path}/c\\x1bd.jsonl:2: "), skipped.stderr
+    assert len(skipped.stderr.splitlines()) == 1
+
+
 INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060\u2064\u00ad\U000e0001\U000e0041\U000e007f"
 """Format characters (category Cf) a terminal shows as nothing: the BOM, zero-width space, joiners, the word
 joiner, an invisible operator, the soft hyphen and tag characters (text can hide in them)."""

@@ -699,14 +699,24 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
     if not quiet:
         say(result.session_id)
     for skipped in result.skipped:
-        say(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
+        say(render.safe_line(f"skipped {name}:{skipped.line}: {skipped.reason}"), err=True, escaped=True)
     return {"file": name, "status": "imported", **result.to_json()}
 
 
 def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
-    line, _code = describe(exc)
-    message = line if line.startswith(name) else f"{name}: {line}"
-    say(f"error: {one_line(message)}", err=True)
+    """Report the failed import of ``name``: one line, the file named first (escaped, as sync names it:
+    a newline in a file's name must not cut the reason off), then the reason."""
+    shown = render.safe_line(name)
+    if isinstance(exc, OSError):
+        text = _os_message(exc)
+    elif isinstance(exc, SessionStoreError):
+        text = str(exc).strip()
+    else:
+        text = describe(exc)[0]
+    text = text.replace(name, shown) if name else text
+    reason = text.splitlines()[0] if text.strip() else type(exc).__name__
+    message = one_line(reason if reason.startswith(shown) else f"{shown}: {reason}")
+    say(f"error: {message}", err=True, escaped=True)
     return {"file": name, "status": "failed", "error": message}
 
 
