@@ -435,29 +435,55 @@ class Ctx:
 class OneLineClickError(click.ClickException):
     """A click error (a usage error, a bad parameter, a file click could not open) shown as one
     ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block; exit
-    status 2, as every error of the command line."""
+    status 2, as every error of the command line. ``parent``: the group's context, for the hint of an
+    error click raised without a context of its own (an option missing its value)."""
 
     exit_code = 2
 
-    def __init__(self, original: click.ClickException) -> None:
+    def __init__(self, original: click.ClickException, parent: click.Context | None = None) -> None:
         super().__init__(original.format_message())
         self.original = original
+        self.parent = parent
 
     def show(self, file: IO[Any] | None = None) -> None:
         message = self.message.rstrip().removesuffix(".")
         original = self.original
-        if isinstance(original, click.exceptions.NoSuchOption):
-            message += "; an argument that starts with '-' goes after '--'"
         context = original.ctx if isinstance(original, click.UsageError) else None
-        if context is not None and context.command.get_help_option(context) is not None:
-            message += f" (try '{context.command_path} --help')"
+        if isinstance(original, click.exceptions.NoSuchOption):
+            message = f"No such option {original.option_name!r}{_suggestion(original, context)}"
+            message += "; an argument that starts with '-' goes after '--'"
+        path = context.command_path if context is not None and context.command.get_help_option(context) else None
+        if context is None and isinstance(original, click.UsageError):
+            path = self._subcommand_path()
+        if path is not None:
+            message += f" (try '{path} --help')"
         say(f"error: {one_line(message)}", err=True)
 
+    def _subcommand_path(self) -> str | None:
+        parent = self.parent
+        if parent is None or not isinstance(parent.command, click.Group) or not parent.invoked_subcommand:
+            return None
+        found = parent.command.get_command(parent, parent.invoked_subcommand)
+        return None if found is None else f"{parent.command_path} {parent.invoked_subcommand}"
 
-def _one_line(exc: click.ClickException) -> click.ClickException:
+
+def _suggestion(error: click.exceptions.NoSuchOption, context: click.Context | None) -> str:
+    """`` (did you mean '--x'?)``: the command's options the given one starts (an abbreviation), else
+    click's close matches; empty without any."""
+    given = error.option_name
+    known = [] if context is None else [
+        name for param in context.command.get_params(context) for name in (*param.opts, *param.secondary_opts)]
+    matches = [name for name in known if name.startswith(given)] or list(error.possibilities or ())
+    if not matches:
+        return ""
+    return " (did you mean " + (f"{matches[0]!r}" if len(matches) == 1 else
+                                "one of " + ", ".join(repr(m) for m in sorted(matches))) + "?)"
+
+
+def _one_line(exc: click.ClickException, parent: click.Context | None = None) -> click.ClickException:
     if isinstance(exc, OneLineClickError | click.exceptions.NoArgsIsHelpError):  # (the latter shows the help)
         return exc
-    return OneLineClickError(exc)
+    return OneLineClickError(exc, parent)
 
 
 class SessionstoreGroup(click.Group):
@@ -479,7 +505,7 @@ class SessionstoreGroup(click.Group):
             except click.ClickException as exc:
                 with suppress(Exception):
                     _close(ctx)
-                raise _one_line(exc) from exc
+                raise _one_line(exc, ctx) from exc
             except BaseException:
                 with suppress(Exception):  # already failing (or exiting): that is what to report
                     _close(ctx)
