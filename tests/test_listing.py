@@ -329,3 +329,19 @@ def test_ls_at_ordinary_widths_cuts_the_paths_from_the_left_so_the_first_message
     assert "please refactor" in synced and "epository" in synced and ".jsonl" in synced, out
     assert "(no messages)" in out[-1] or "(no messages)" in out[-2], out
     assert "0194c2a1-0000-7000-8000-000000000001".startswith(synced.split()[0]) and len(synced.split()[0]) >= 8
+
+
+def test_a_narrow_ls_shortens_ids_to_prefixes_unique_in_the_store_not_only_in_the_listing(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        session(store, "0194c2a1-0000-7000-8000-00000000000a", "/w/shown", T0)
+        session(store, "0194c2a1-0000-7000-8000-00000000000b", "/w/other", T0)
+        session(store, "0194c2ff-0000-7000-8000-00000000000c", "/w/third", T0)
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["--db", sqlite_url, "ls", "--cwd", "/w/shown"], env={"COLUMNS": "80"}).stdout
+    shown = listed.splitlines()[1].split()[0]
+    assert shown == "0194c2a1-0000-7000-8000-00000000000a", listed  # (b shares all but the last character)
+    everything = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "80"}).stdout.splitlines()
+    assert {line.split()[0] for line in everything[1:]} == {
+        "0194c2a1-0000-7000-8000-00000000000a", "0194c2a1-0000-7000-8000-00000000000b", "0194c2ff"}
+    resolved = runner.invoke(cli, ["--db", sqlite_url, "tree", "0194c2ff"])
+    assert resolved.exit_code == 0, resolved.output

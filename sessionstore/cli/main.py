@@ -1031,7 +1031,9 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
            as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
     order, by pi's MODIFIED), with what pi's session picker shows: pi's message count (MSGS) and the
-    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe).
+    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe):
+    a narrow terminal gets CWD and SOURCE cut from the left, then ids shortened to unique prefixes and
+    ACTIVE left out, before the message is cut.
     --since goes by the same time. SOURCE: the file a synced session mirrors, '(gone)' when it no longer
     exists (--json: sourceGone, null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
@@ -1046,7 +1048,9 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
     elif as_json:
         emit_json([row(i) for i in infos])
     else:
-        say(render.render_sessions(infos, width=terminal_columns(), gone=gone))
+        filtered = cwd is not None or since is not None or limit is not None  # (short ids: unique in the store)
+        say(render.render_sessions(infos, width=terminal_columns(), gone=gone, known_ids=lambda: [
+            i.id for i in ctx.store.list_sessions()] if filtered else ()))
 
 
 @cli.command()

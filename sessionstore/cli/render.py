@@ -11,7 +11,7 @@ and isolates, zero-width characters, the BOM, tag characters) are shown as escap
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -390,14 +390,20 @@ def cut_left(text: str, width: int, ellipsis: str = "…") -> str:
     return ellipsis + "".join(reversed(out))
 
 
-def _short_ids(ids: Sequence[str]) -> list[str]:
-    """Each id as its shortest prefix of at least :data:`SHORT_ID` characters unique among ``ids``."""
+def _short_ids(ids: Sequence[str], known: Sequence[str]) -> list[str]:
+    """Each of ``ids`` as its shortest prefix of at least :data:`SHORT_ID` characters that no other of
+    ``ids`` and ``known`` starts with (what a SESSION argument resolves)."""
+    ordered = sorted({*ids, *known})
+    place = {sid: index for index, sid in enumerate(ordered)}
+
+    def common(a: str, b: str) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
     out = []
     for sid in ids:
-        length = SHORT_ID
-        while length < len(sid) and any(o != sid and o.startswith(sid[:length]) for o in ids):
-            length += 1
-        out.append(sid[:length])
+        index = place[sid]
+        neighbours = ordered[max(0, index - 1):index] + ordered[index + 1:index + 2]
+        out.append(sid[:max(SHORT_ID, *(common(sid, other) + 1 for other in neighbours))])
     return out
 
 
@@ -412,7 +418,8 @@ def _fit_paths(widths: list[int], floors: list[int], room: int) -> list[int]:
     return widths
 
 
-def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = ()) -> str:
+def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = (),
+                    known_ids: Callable[[], Sequence[str]] = tuple) -> str:
     """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
     last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
     else the first message (:func:`picker_text`). SOURCE, the synced file, only when a session has one,
@@ -420,9 +427,10 @@ def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, g
 
     Cut to fit ``width`` columns (``None``: nothing is cut): first CWD and SOURCE are cut from the left
     (``…``, down to :data:`PATH_MIN_WIDTH`) so the message shows whole; when the message would still get
-    fewer than :data:`MESSAGE_GOAL` columns the IDs are shortened to unique prefixes (at least
-    :data:`SHORT_ID` characters), then ACTIVE is left out. The message is then cut to the room left (at
-    least :data:`PICKER_MIN_WIDTH`), and each line to ``width``, as pi's picker does."""
+    fewer than :data:`MESSAGE_GOAL` columns the IDs are shortened to prefixes (at least :data:`SHORT_ID`
+    characters) unique among them and ``known_ids()`` (the store's others), then ACTIVE is left out.
+    The message is then cut to the room left (at least :data:`PICKER_MIN_WIDTH`), and each line to
+    ``width``, as pi's picker does."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)
@@ -436,9 +444,16 @@ def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, g
     counts = ["MSGS", *(str(i.message_count) for i in infos)]
     natural = [max(display_width(cell) for cell in column) for column in paths]
     wanted = max(display_width(m) for m in messages)
-    layouts = [(["ID", *ids], times), (["ID", *_short_ids(ids)], times), (["ID", *_short_ids(ids)], times[:1])]
-    for attempt, (id_column, shown_times) in enumerate(layouts):
-        fixed = [id_column, *shown_times, counts]
+    short: list[str] = []
+
+    def shortened() -> list[str]:
+        if not short:
+            short.extend(["ID", *_short_ids(ids, [safe_line(sid) for sid in known_ids()])])
+        return short
+
+    layouts = [(False, times), (True, times), (True, times[:1])]
+    for attempt, (shorten, shown_times) in enumerate(layouts):
+        fixed = [shortened() if shorten else ["ID", *ids], *shown_times, counts]
         lead = sum(max(display_width(c) for c in column) for column in fixed) + 2 * (len(fixed) + len(paths))
         if width is None:
             path_widths = natural
