@@ -412,21 +412,29 @@ def test_append_writes_messages_from_options_with_their_timestamps(
 
 
 def test_compact_plan_says_why_there_is_nothing_to_compact(run: Any) -> None:
+    """Nothing to compact is a plan's normal answer (exit 0, on stdout, --json an object with the
+    reason); compacting for real when there is nothing to compact is an error."""
     run("import", str(PI_FILES["before-compaction"]))
     fits = run("compact", COMPACTED_ID, "--plan", "--keep-recent-tokens", "10000000")
-    assert (fits.exit_code, fits.stderr) == (2, "error: nothing to compact: everything since the last compaction fits"
-                                                " in keep_recent_tokens 10000000 (about 138516 tokens, estimated)\n")
+    assert (fits.exit_code, fits.stdout, fits.stderr) == (
+        0, "nothing to compact: everything since the last compaction fits in keep_recent_tokens 10000000"
+           " (about 138516 tokens, estimated)\n", "")
     sid = run("new", "--cwd", "/w").stdout.strip()
-    assert run("compact", sid, "--plan").stderr == "error: nothing to compact: the session has no entries\n"
+    assert run("compact", sid, "--plan").stdout == "nothing to compact: the session has no entries\n"
     run("append", sid, "--user", "hi")
-    assert run("compact", sid, "--plan").stderr == ("error: nothing to compact: everything in the session fits in"
+    assert run("compact", sid, "--plan").stdout == ("nothing to compact: everything in the session fits in"
                                                     " keep_recent_tokens 20000 (about 1 token, estimated)\n")
     written = run("compact", sid, "--summary", "s")
-    assert written.stderr == (f"error: session '{sid}': nothing to compact: everything in the session fits in"
-                              " keep_recent_tokens 20000 (about 1 token, estimated)\n")
+    assert written.exit_code == 2 and written.stderr == (
+        f"error: session '{sid}': nothing to compact: everything in the session fits in"
+        " keep_recent_tokens 20000 (about 1 token, estimated)\n")
     run("compact", COMPACTED_ID, "--summary", "s", "--keep-recent-tokens", "1000")
     leaf = run("compact", COMPACTED_ID, "--plan", "--json")
-    assert leaf.stderr == "error: nothing to compact: the leaf is a compaction (nothing was added after it)\n"
+    assert (leaf.exit_code, json.loads(leaf.stdout)) == (
+        0, {"compact": False, "reason": "the leaf is a compaction (nothing was added after it)"})
+    run("append", COMPACTED_ID, "--user", "one more " * 2000)
+    plan = json.loads(run("compact", COMPACTED_ID, "--plan", "--json", "--keep-recent-tokens", "10").stdout)
+    assert plan["compact"] is True and plan["firstKeptEntryId"] and "messagesToSummarize" in plan
 
 
 def test_compact_reads_its_summary_from_a_file_or_stdin(run: Any, store: SessionStore, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from sessionstore.api import SessionStore
 from sessionstore.cli.main import READ_ONLY_COMMANDS, cli
 from sessionstore.errors import SchemaError, StoreError
 from sessionstore.store.location import database_url
+from tests.paths import PI_FILES
 
 SID = "00000000-0000-4000-8000-000000000001"
 READS = [
@@ -141,3 +142,24 @@ def test_a_word_that_is_neither_a_url_nor_a_path_is_refused_and_creates_nothing(
     result = run("--db", "nonsense", "db", "upgrade")
     assert result.exit_code == 2 and "not a database URL: 'nonsense'" in result.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("given", ["sqlite://", "sqlite:///", "", " ", "sqlite:///:memory:",
+                                   "sqlite:///file:x?mode=memory&uri=true", "sqlite://:memory:"])
+def test_an_in_memory_or_empty_database_is_refused_it_would_keep_nothing(
+    elsewhere: Path, given: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each command is a process of its own: what it wrote to an in-memory database is gone when it
+    ends. Before, ``import`` printed the new id and exited 0 (and ``sqlite://:memory:`` was an internal
+    error)."""
+    for result in (run("--db", given, "import", str(PI_FILES["before-compaction"])),
+                   CliRunner(env={"SESSIONSTORE_DB": given}).invoke(cli, ["ls"]) if given.strip() else None):
+        if result is None:
+            continue
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: --db "), result.stderr
+        assert "internal" not in result.stderr
+        assert given == "sqlite://:memory:" or "--db ./sessions.db" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+    with SessionStore("sqlite://") as store:  # the library keeps accepting it
+        assert store.list_sessions() == []

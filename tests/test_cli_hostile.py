@@ -444,6 +444,59 @@ def test_text_output_escapes_bidi_marks_and_line_separators(run: Run, tmp_path: 
     assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"na{SEPARATORS}me"
 
 
+def test_an_import_failure_of_a_file_with_a_newline_in_its_name_keeps_the_reason(run: Run, tmp_path: Path) -> None:
+    """Before, the reason was cut at the name's newline: ``error: p/a b.jsonl: p/a``."""
+    bad = tmp_path / "a\nb.jsonl"
+    bad.write_text("garbage\n")
+    lenient = tmp_path / "c\x1bd.jsonl"
+    lenient.write_text(json.dumps({"type": "session", "version": 3, "id": "nl", "timestamp": TS, "cwd": "/w"})
+                       + "\ngarbage\n")
+    result = run("import", str(bad), str(tmp_path / "no\nsuch.jsonl"))
+    errors = result.stderr.splitlines()
+    assert result.exit_code == 2 and len(errors) == 3, result.stderr
+    assert errors[0] == f"error: {tmp_path}/a\\nb.jsonl:1: the session header is not readable: invalid JSON:" \
+        " unexpected character, expected a JSON value: line 1 column 1 (char 0)"
+    assert errors[1] == f"error: {tmp_path}/no\\nsuch.jsonl: No such file or directory"
+    skipped = run("import", "--lenient", str(lenient))
+    assert skipped.exit_code == 0 and skipped.stderr.startswith(f"skipped {tmp_path}/c\\x1bd.jsonl:2: "), skipped.stderr
+    assert len(skipped.stderr.splitlines()) == 1
+
+
+INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060\u2064\u00ad\U000e0001\U000e0041\U000e007f"
+"""Format characters (category Cf) a terminal shows as nothing: the BOM, zero-width space, joiners, the word
+joiner, an invisible operator, the soft hyphen and tag characters (text can hide in them)."""
+
+
+def test_text_output_escapes_every_format_character_and_tabs_in_one_line_fields(run: Run, tmp_path: Path) -> None:
+    header = {"type": "session", "version": 3, "id": "inv", "timestamp": TS, "cwd": f"/w{INVISIBLE}"}
+    entries = [
+        msg("e1", None, user(f"first{INVISIBLE}message")),
+        msg("e2", "e1", assistant(f"reply{INVISIBLE}", model=f"m{INVISIBLE}")),
+        entry("e3", "e2", "session_info", name=f"na\tme{INVISIBLE}"),
+    ]
+    assert run("import", str(write_session(tmp_path / "inv.jsonl", header, entries))).exit_code == 0
+    outputs = {command[0]: run(*command).stdout for command in (
+        ["ls"], ["tree", "inv"], ["stats", "inv"], ["context", "inv"], ["search", "first"])}
+    for command, text in outputs.items():
+        assert not set(text) & set(INVISIBLE), (command, text)
+        escaped = "\\ufeff\\u200b\\u200c\\u200d\\u2060\\u2064\\xad\\U000e0001\\U000e0041\\U000e007f"
+        assert escaped in text, (command, text)
+    assert "Name: na\\tme" in outputs["stats"], outputs["stats"]
+    assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"na\tme{INVISIBLE}"  # JSON keeps them
+
+
+def test_the_escaped_format_characters_are_unicodes_category_cf() -> None:
+    import sys
+    import unicodedata
+
+    from sessionstore.cli.render import safe_line
+
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if unicodedata.category(char) == "Cf":
+            assert safe_line(char) != char, hex(code)
+
+
 def test_lone_surrogates_in_session_data_print_escaped(run: Run, tmp_path: Path) -> None:
     # (in an assistant message: a lone surrogate in the cwd, a name or the first user message cannot be
     # imported yet, the session row's text columns refuse it)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
+from sessionstore.errors import InvalidInputError
 from sessionstore.payloads import build_payload
 from tests.paths import PI_FILES
 
@@ -135,3 +137,24 @@ def test_the_library_reads_a_context_json_as_its_llm(tmp_path: Path) -> None:
     for provider, model in TARGETS:
         assert build_payload(result.to_json(), provider=provider, model=model) == \
             build_payload({"messages": result.llm}, provider=provider, model=model)
+
+
+def test_a_role_that_is_not_a_string_is_refused_naming_the_message_not_a_crash() -> None:
+    for role in ({"a": 1}, ["user"], None):
+        given = json.dumps({"messages": [{"role": role, "content": "x", "timestamp": 1}]})
+        result = CliRunner().invoke(cli, ["payload", "--provider", "anthropic", "--model", "claude-opus-4-5"],
+                                    input=given)
+        assert result.exit_code != 0 and len(result.stderr.splitlines()) == 1, result.output
+        assert result.stderr.startswith("error: messages[0]: role of type ") and "internal" not in result.stderr
+    with pytest.raises(InvalidInputError, match=r"messages\[0\]: role of type object"):
+        build_payload([{"role": {"a": 1}, "content": "x"}], provider="anthropic", model="claude-opus-4-5")
+
+
+def test_a_context_with_both_llm_and_messages_that_is_not_context_json_is_refused_as_ambiguous() -> None:
+    given = json.dumps({"llm": [], "messages": [{"role": "user", "content": "x", "timestamp": 1}]})
+    result = CliRunner().invoke(cli, ["payload", "--provider", "anthropic", "--model", "claude-opus-4-5"], input=given)
+    assert result.exit_code != 0 and result.stdout == "", result.output
+    assert "'llm'" in result.stderr and "'messages'" in result.stderr and len(result.stderr.splitlines()) == 1
+    odd = CliRunner().invoke(cli, ["payload", "--provider", "anthropic", "--model", "claude-opus-4-5"],
+                             input=json.dumps({"llm": 5, "messages": []}))
+    assert odd.exit_code != 0 and "'llm'" in odd.stderr

@@ -20,6 +20,11 @@ CASES = [
     (["stats", "a", "--all"], "give a SESSION or --all, not both"),
     (["nosuchcommand"], "No such command 'nosuchcommand'"),
     ([], "Missing command (try 'sessionstore --help')"),
+    (["compact", "S", "--keep", "abc"], "No such option '--keep' (did you mean '--keep-recent-tokens'?); an argument"
+     " that starts with '-' goes after '--' (try 'sessionstore compact --help')"),
+    (["context", "S", "--leaf"], "Option '--leaf' requires an argument (try 'sessionstore context --help')"),
+    (["db", "upgrade", "--hel"], "No such option '--hel' (did you mean '--help'?); an argument that starts with '-'"
+     " goes after '--' (try 'sessionstore db upgrade --help')"),
 ]
 
 
@@ -44,3 +49,9 @@ def test_an_entry_id_that_looks_like_an_option_goes_after_two_dashes(sqlite_url:
 
 def test_no_arguments_still_shows_the_help() -> None:
     assert "Commands:" in CliRunner().invoke(cli, []).output
+
+
+def test_a_group_without_its_command_shows_its_help_as_sessionstore_alone_does() -> None:
+    alone, db = CliRunner().invoke(cli, []), CliRunner().invoke(cli, ["db"])
+    assert (alone.exit_code, db.exit_code) == (2, 2) and alone.stdout == db.stdout == ""
+    assert "Commands:" in alone.stderr and "Commands:" in db.stderr and "upgrade" in db.stderr

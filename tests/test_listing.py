@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
-from sessionstore.cli.render import picker_text
+from sessionstore.cli.render import display_width, picker_text
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.models.rules import resolve_path
@@ -303,3 +303,45 @@ def test_ls_shows_what_pis_session_picker_shows_cut_to_the_terminal(sqlite_url: 
         store.append_session_info("fresh", "named \x07session")
     named = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "1000"}).stdout
     assert "  named  session\n" in named  # the name wins over the first message, as in pi
+
+
+@pytest.mark.parametrize("columns", [80, 100, 130])
+def test_ls_at_ordinary_widths_cuts_the_paths_from_the_left_so_the_first_message_shows(
+    sqlite_url: str, tmp_path: Path, columns: int,
+) -> None:
+    """A long cwd and a synced file's path are cut from the left (their ends stay), the ids shortened
+    to unique prefixes and ACTIVE left out when room is short, before the name or first message is cut."""
+    deep = tmp_path / "sessions" / ("--" + "a-very-long-project-folder-name" * 3 + "--")
+    deep.mkdir(parents=True)
+    cwd = "/home/someone/projects/" + "deeply/nested/" * 6 + "repository"
+    lines = [{"type": "session", "version": 3, "id": "0194c2a1-0000-7000-8000-000000000001",
+              "timestamp": "2025-01-01T00:00:00.000Z", "cwd": cwd},
+             {"type": "message", "id": "m1", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+              "message": user("please refactor the frobnicator module so that it handles widgets", ts=T0)}]
+    (deep / "2025-01-01T00-00-00-000Z_0194c2a1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with SessionStore(sqlite_url) as store:
+        store.sync(tmp_path / "sessions")
+        store.create_session(cwd=cwd, session_id="0194c2b7-0000-7000-8000-000000000002")
+    out = CliRunner().invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": str(columns)}).stdout.splitlines()
+    assert "NAME OR FIRST MESSAGE" in out[0] and "SOURCE" in out[0], out
+    assert all(display_width(line) <= columns for line in out), out
+    synced = next(line for line in out if "please" in line)
+    assert "please refactor" in synced and "epository" in synced and ".jsonl" in synced, out
+    assert "(no messages)" in out[-1] or "(no messages)" in out[-2], out
+    assert "0194c2a1-0000-7000-8000-000000000001".startswith(synced.split()[0]) and len(synced.split()[0]) >= 8
+
+
+def test_a_narrow_ls_shortens_ids_to_prefixes_unique_in_the_store_not_only_in_the_listing(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        session(store, "0194c2a1-0000-7000-8000-00000000000a", "/w/shown", T0)
+        session(store, "0194c2a1-0000-7000-8000-00000000000b", "/w/other", T0)
+        session(store, "0194c2ff-0000-7000-8000-00000000000c", "/w/third", T0)
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["--db", sqlite_url, "ls", "--cwd", "/w/shown"], env={"COLUMNS": "80"}).stdout
+    shown = listed.splitlines()[1].split()[0]
+    assert shown == "0194c2a1-0000-7000-8000-00000000000a", listed  # (b shares all but the last character)
+    everything = runner.invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "80"}).stdout.splitlines()
+    assert {line.split()[0] for line in everything[1:]} == {
+        "0194c2a1-0000-7000-8000-00000000000a", "0194c2a1-0000-7000-8000-00000000000b", "0194c2ff"}
+    resolved = runner.invoke(cli, ["--db", sqlite_url, "tree", "0194c2ff"])
+    assert resolved.exit_code == 0, resolved.output

@@ -238,6 +238,34 @@ def _parsed_url(url: str) -> URL:
     return make_url(url)
 
 
+KEEPS_NOTHING = ("an in-memory database keeps nothing after the command: give a SQLite file"
+                 " (--db ./sessions.db, --db sqlite:////abs/path.db) or a postgresql:// URL")
+
+
+def command_line_url(given: str) -> str:
+    """The URL ``--db`` (or ``$SESSIONSTORE_DB``) names (:func:`database_url`), refused in one line when it
+    is empty, does not parse, or is an in-memory SQLite database (``sqlite://``, ``sqlite:///``,
+    ``:memory:``, ``mode=memory``): each command runs in its own process, so nothing it wrote would be
+    kept. (The library accepts an in-memory database.)"""
+    from sessionstore.store.sqlite_file import plain_path
+
+    if not given.strip():
+        fail(f"--db is empty: {KEEPS_NOTHING.partition(': ')[2]}")
+    url = database_url(given)
+    if not url.startswith("sqlite") or plain_path(url) is not None:  # (no SQLAlchemy for the usual cases)
+        return url
+    try:
+        parsed = _parsed_url(url)
+    except Exception as exc:  # (SQLAlchemy's parser raises ValueError and its own ArgumentError)
+        fail(f"--db {render.safe_line(given)}: not a database URL ({one_line(str(exc))})")
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and not parsed.host and (  # (a host: its own error, later)
+        database in ("", ":memory:") or "mode=memory" in database or parsed.query.get("mode") == "memory"
+    ):
+        fail(f"--db {render.safe_line(given)}: {KEEPS_NOTHING}")
+    return url
+
+
 def db_label(url: str) -> str:
     """How an error names the database: a SQLite file's path, else the URL without its password."""
     from sessionstore.store.sqlite_file import plain_path
@@ -407,29 +435,55 @@ class Ctx:
 class OneLineClickError(click.ClickException):
     """A click error (a usage error, a bad parameter, a file click could not open) shown as one
     ``error:`` line, with a ``--help`` hint for a usage error, instead of click's usage block; exit
-    status 2, as every error of the command line."""
+    status 2, as every error of the command line. ``parent``: the group's context, for the hint of an
+    error click raised without a context of its own (an option missing its value)."""
 
     exit_code = 2
 
-    def __init__(self, original: click.ClickException) -> None:
+    def __init__(self, original: click.ClickException, parent: click.Context | None = None) -> None:
         super().__init__(original.format_message())
         self.original = original
+        self.parent = parent
 
     def show(self, file: IO[Any] | None = None) -> None:
         message = self.message.rstrip().removesuffix(".")
         original = self.original
-        if isinstance(original, click.exceptions.NoSuchOption):
-            message += "; an argument that starts with '-' goes after '--'"
         context = original.ctx if isinstance(original, click.UsageError) else None
-        if context is not None and context.command.get_help_option(context) is not None:
-            message += f" (try '{context.command_path} --help')"
+        if isinstance(original, click.exceptions.NoSuchOption):
+            message = f"No such option {original.option_name!r}{_suggestion(original, context)}"
+            message += "; an argument that starts with '-' goes after '--'"
+        path = context.command_path if context is not None and context.command.get_help_option(context) else None
+        if context is None and isinstance(original, click.UsageError):
+            path = self._subcommand_path()
+        if path is not None:
+            message += f" (try '{path} --help')"
         say(f"error: {one_line(message)}", err=True)
 
+    def _subcommand_path(self) -> str | None:
+        parent = self.parent
+        if parent is None or not isinstance(parent.command, click.Group) or not parent.invoked_subcommand:
+            return None
+        found = parent.command.get_command(parent, parent.invoked_subcommand)
+        return None if found is None else f"{parent.command_path} {parent.invoked_subcommand}"
 
-def _one_line(exc: click.ClickException) -> click.ClickException:
+
+def _suggestion(error: click.exceptions.NoSuchOption, context: click.Context | None) -> str:
+    """`` (did you mean '--x'?)``: the command's options the given one starts (an abbreviation), else
+    click's close matches; empty without any."""
+    given = error.option_name
+    known = [] if context is None else [
+        name for param in context.command.get_params(context) for name in (*param.opts, *param.secondary_opts)]
+    matches = [name for name in known if name.startswith(given)] or list(error.possibilities or ())
+    if not matches:
+        return ""
+    return " (did you mean " + (f"{matches[0]!r}" if len(matches) == 1 else
+                                "one of " + ", ".join(repr(m) for m in sorted(matches))) + "?)"
+
+
+def _one_line(exc: click.ClickException, parent: click.Context | None = None) -> click.ClickException:
     if isinstance(exc, OneLineClickError | click.exceptions.NoArgsIsHelpError):  # (the latter shows the help)
         return exc
-    return OneLineClickError(exc)
+    return OneLineClickError(exc, parent)
 
 
 class SessionstoreGroup(click.Group):
@@ -451,7 +505,7 @@ class SessionstoreGroup(click.Group):
             except click.ClickException as exc:
                 with suppress(Exception):
                     _close(ctx)
-                raise _one_line(exc) from exc
+                raise _one_line(exc, ctx) from exc
             except BaseException:
                 with suppress(Exception):  # already failing (or exiting): that is what to report
                     _close(ctx)
@@ -562,7 +616,7 @@ always wins; an ambiguous prefix is refused with its candidates."""
 @click.version_option(package_name="sessionstore")
 @click.pass_context
 def cli(context: click.Context, url: str | None, durability: str) -> None:
-    context.obj = Ctx(database_url(url) if url else None, durability,
+    context.obj = Ctx(None if url is None else command_line_url(url), durability,
                       create=context.invoked_subcommand not in READ_ONLY_COMMANDS)
 
 
@@ -671,14 +725,24 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
     if not quiet:
         say(result.session_id)
     for skipped in result.skipped:
-        say(f"skipped {name}:{skipped.line}: {skipped.reason}", err=True)
+        say(render.safe_line(f"skipped {name}:{skipped.line}: {skipped.reason}"), err=True, escaped=True)
     return {"file": name, "status": "imported", **result.to_json()}
 
 
 def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
-    line, _code = describe(exc)
-    message = line if line.startswith(name) else f"{name}: {line}"
-    say(f"error: {one_line(message)}", err=True)
+    """Report the failed import of ``name``: one line, the file named first (escaped, as sync names it:
+    a newline in a file's name must not cut the reason off), then the reason."""
+    shown = render.safe_line(name)
+    if isinstance(exc, OSError):
+        text = _os_message(exc)
+    elif isinstance(exc, SessionStoreError):
+        text = str(exc).strip()
+    else:
+        text = describe(exc)[0]
+    text = text.replace(name, shown) if name else text
+    reason = text.splitlines()[0] if text.strip() else type(exc).__name__
+    message = one_line(reason if reason.startswith(shown) else f"{shown}: {reason}")
+    say(f"error: {message}", err=True, escaped=True)
     return {"file": name, "status": "failed", "error": message}
 
 
@@ -967,7 +1031,9 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
            as_lines: bool) -> None:
     """List sessions, newest first: by the last activity of any kind (ACTIVE; --sort modified: in pi's
     order, by pi's MODIFIED), with what pi's session picker shows: pi's message count (MSGS) and the
-    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe).
+    session's name, else its first message, cut to the terminal's width ($COLUMNS; not cut in a pipe):
+    a narrow terminal gets CWD and SOURCE cut from the left, then ids shortened to unique prefixes and
+    ACTIVE left out, before the message is cut.
     --since goes by the same time. SOURCE: the file a synced session mirrors, '(gone)' when it no longer
     exists (--json: sourceGone, null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
@@ -982,7 +1048,9 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
     elif as_json:
         emit_json([row(i) for i in infos])
     else:
-        say(render.render_sessions(infos, width=terminal_columns(), gone=gone))
+        filtered = cwd is not None or since is not None or limit is not None  # (short ids: unique in the store)
+        say(render.render_sessions(infos, width=terminal_columns(), gone=gone, known_ids=lambda: [
+            i.id for i in ctx.store.list_sessions()] if filtered else ()))
 
 
 @cli.command()
@@ -1321,7 +1389,9 @@ def name(ctx: Ctx, session: str, text: str) -> None:
 @click.option("--keep-recent-tokens", type=click.IntRange(min=0), default=20000, show_default=True)
 @click.option("--first-kept", metavar="ENTRY_ID", default=None, type=TEXT,
               help="Keep from this entry (default: planned).")
-@click.option("--plan", "plan_only", is_flag=True, help="Print what would be summarised; write nothing.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what would be summarised, or why nothing would be (exit 0); write nothing."
+                   " --json: {\"compact\": true, the plan...} or {\"compact\": false, \"reason\": ...}.")
 @json_option
 @pass_ctx
 @handle_errors
@@ -1334,10 +1404,11 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
         from sessionstore.context.compaction import plan_or_reason
 
         plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
-        if isinstance(plan, str):
-            fail(f"nothing to compact: {plan}")
+        if isinstance(plan, str):  # an answer, not a failure: the plan is that there is nothing to do
+            emit_json({"compact": False, "reason": plan}) if as_json else say(f"nothing to compact: {plan}")
+            return
         if as_json:
-            emit_json(plan.to_json())
+            emit_json({"compact": True, **plan.to_json()})
             return
         say(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
         say(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "

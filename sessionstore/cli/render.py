@@ -1,16 +1,17 @@
 """Readable renderings of contexts, trees, sessions and diagnostics for people (not parsed).
 
 Session data can hold anything, so every rendering goes through :func:`safe_text`: characters that a
-terminal would act on (escape sequences, other C0 and C1 controls, DEL, bidirectional marks, embeddings,
-overrides and isolates, the line and paragraph separators U+2028/U+2029) are shown as escapes
-(``\\x1b``, ``\\u202e``, ``\\u2028``) instead of being sent to the terminal, and lone surrogates as
+terminal would act on or show as nothing (escape sequences, other C0 and C1 controls, DEL, the line and
+paragraph separators U+2028/U+2029, every format character: bidirectional marks, embeddings, overrides
+and isolates, zero-width characters, the BOM, tag characters) are shown as escapes (``\\x1b``,
+``\\u202e``, ``\\u2028``, ``\\U000e0041``) instead of being sent to the terminal, and lone surrogates as
 ``\\udxxx`` (they cannot be encoded). ``--json`` output is JSON and keeps them as they are.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +24,17 @@ if TYPE_CHECKING:
     from sessionstore.store.records import SessionInfo, TreeNode
     from sessionstore.validate import Diagnostic
 
-# What a terminal acts on, besides newline and tab: C0 controls, DEL, C1 controls (NEL among them),
-# the bidi marks (ALM, LRM, RLM), embeddings, overrides and isolates, the line and paragraph separators
-# (U+2028/9: a line break to some terminals and viewers), and surrogates (a pair held as two code
-# points is one character; a lone one cannot be encoded). One list, for every text output.
-_TERMINAL_ACTS_ON = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# What a terminal acts on or shows as nothing, besides newline and tab: C0 controls, DEL, C1 controls
+# (NEL among them), the line and paragraph separators (U+2028/9: a line break to some terminals and
+# viewers), every format character (Unicode category Cf: the bidi marks, embeddings, overrides and
+# isolates, zero-width spaces and joiners, the soft hyphen, word joiner and invisible operators, the BOM,
+# interlinear annotations, the tag characters U+E0000-E007F: invisible, so text could hide in them),
+# and surrogates (a pair held as two code points is one character; a lone one cannot be encoded).
+# One list, for every text output (tests/test_cli_hostile_values.py holds it to unicodedata's Cf).
+_FORMAT_CHARACTERS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+                      "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                      "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
+_TERMINAL_ACTS_ON = f"\x7f-\x9f\u2028\u2029{_FORMAT_CHARACTERS}"
 _SURROGATES = "[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]"
 _UNSAFE = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
 _UNSAFE_IN_LINE = re.compile(f"[\x00-\x1f{_TERMINAL_ACTS_ON}]|{_SURROGATES}")
@@ -43,7 +50,9 @@ def _escape(match: re.Match[str]) -> str:
     code = ord(text)
     if text in _SHORT:
         return _SHORT[text]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -351,6 +360,12 @@ def truncate_to_width(text: str, width: int, ellipsis: str = "…") -> str:
 
 PICKER_MIN_WIDTH = 10
 """The fewest columns the message column gets however narrow the terminal (pi's picker: 10)."""
+PATH_MIN_WIDTH = 10
+"""The fewest columns CWD and SOURCE are cut to (from the left, with ``…``) to make room for the message."""
+MESSAGE_GOAL = 20
+"""The columns the message column should get before the ID is shortened and ACTIVE dropped."""
+SHORT_ID = 8
+"""The shortest ID prefix a narrow ``ls`` shows (``rm`` takes a prefix of this length)."""
 
 
 def _source_cell(path: str | None, gone: Container[str]) -> str:
@@ -359,30 +374,101 @@ def _source_cell(path: str | None, gone: Container[str]) -> str:
     return f"{path} (gone)" if path in gone else path
 
 
-def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = ()) -> str:
+def cut_left(text: str, width: int, ellipsis: str = "…") -> str:
+    """``text`` cut to fit ``width`` columns by dropping its start, ``ellipsis`` first (a path keeps its end)."""
+    if display_width(text) <= width:
+        return text
+    room = max(0, width - display_width(ellipsis))
+    out: list[str] = []
+    used = 0
+    for char in reversed(text):
+        w = display_width(char)
+        if used + w > room:
+            break
+        out.append(char)
+        used += w
+    return ellipsis + "".join(reversed(out))
+
+
+def _short_ids(ids: Sequence[str], known: Sequence[str]) -> list[str]:
+    """Each of ``ids`` as its shortest prefix of at least :data:`SHORT_ID` characters that no other of
+    ``ids`` and ``known`` starts with (what a SESSION argument resolves)."""
+    ordered = sorted({*ids, *known})
+    place = {sid: index for index, sid in enumerate(ordered)}
+
+    def common(a: str, b: str) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+    out = []
+    for sid in ids:
+        index = place[sid]
+        neighbours = ordered[max(0, index - 1):index] + ordered[index + 1:index + 2]
+        out.append(sid[:max(SHORT_ID, *(common(sid, other) + 1 for other in neighbours))])
+    return out
+
+
+def _fit_paths(widths: list[int], floors: list[int], room: int) -> list[int]:
+    """``widths`` of the path columns cut (the widest first, none below its floor) to fit ``room``."""
+    widths = list(widths)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda c: widths[c] - floors[c])
+        if widths[widest] <= floors[widest]:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def render_sessions(infos: Sequence[SessionInfo], *, width: int | None = None, gone: Container[str] = (),
+                    known_ids: Callable[[], Sequence[str]] = tuple) -> str:
     """The ``ls`` table, with what pi's session picker shows of each session: MODIFIED is pi's (the
     last message), ACTIVE the last activity of any kind, MSGS pi's message count, and last the name or
-    else the first message (:func:`picker_text`), cut to fit ``width`` columns (the terminal's; at
-    least :data:`PICKER_MIN_WIDTH`), then each line cut to ``width`` as pi's picker does (``None``:
-    nothing is cut). SOURCE, the synced file, only when a session
-    has one, ``(gone)`` after it when it is in ``gone``."""
+    else the first message (:func:`picker_text`). SOURCE, the synced file, only when a session has one,
+    ``(gone)`` after it when it is in ``gone``.
+
+    Cut to fit ``width`` columns (``None``: nothing is cut): first CWD and SOURCE are cut from the left
+    (``…``, down to :data:`PATH_MIN_WIDTH`) so the message shows whole; when the message would still get
+    fewer than :data:`MESSAGE_GOAL` columns the IDs are shortened to prefixes (at least :data:`SHORT_ID`
+    characters) unique among them and ``known_ids()`` (the store's others), then ACTIVE is left out.
+    The message is then cut to the room left (at least :data:`PICKER_MIN_WIDTH`), and each line to
+    ``width``, as pi's picker does."""
     if not infos:
         return "no sessions"
     synced = any(i.source_path is not None for i in infos)
-    rows: list[tuple[str, ...]] = [("ID", "MODIFIED", "ACTIVE", "MSGS", "CWD", *(("SOURCE",) * synced),
-                                    "NAME OR FIRST MESSAGE")]
-    for i in infos:
-        cells = (i.id, ms_to_iso(i.modified_ms), ms_to_iso(i.active_ms), str(i.message_count), i.cwd,
-                 *((_source_cell(i.source_path, gone),) * synced))
-        rows.append((*(safe_line(cell) for cell in cells), picker_text(i)))
-    columns = len(rows[0]) - 1
-    widths = [max(display_width(r[c]) for r in rows) for c in range(columns)]
-    lead = sum(widths) + 2 * columns
-    room = None if width is None else max(PICKER_MIN_WIDTH, width - lead)
+    ids = [safe_line(i.id) for i in infos]
+    messages = ["NAME OR FIRST MESSAGE", *(picker_text(i) for i in infos)]
+    paths = [["CWD", *(safe_line(i.cwd) for i in infos)]]
+    if synced:
+        paths.append(["SOURCE", *(safe_line(_source_cell(i.source_path, gone)) for i in infos)])
+    times = [["MODIFIED", *(ms_to_iso(i.modified_ms) for i in infos)],
+             ["ACTIVE", *(ms_to_iso(i.active_ms) for i in infos)]]
+    counts = ["MSGS", *(str(i.message_count) for i in infos)]
+    natural = [max(display_width(cell) for cell in column) for column in paths]
+    wanted = max(display_width(m) for m in messages)
+    short: list[str] = []
+
+    def shortened() -> list[str]:
+        if not short:
+            short.extend(["ID", *_short_ids(ids, [safe_line(sid) for sid in known_ids()])])
+        return short
+
+    layouts = [(False, times), (True, times), (True, times[:1])]
+    for attempt, (shorten, shown_times) in enumerate(layouts):
+        fixed = [shortened() if shorten else ["ID", *ids], *shown_times, counts]
+        lead = sum(max(display_width(c) for c in column) for column in fixed) + 2 * (len(fixed) + len(paths))
+        if width is None:
+            path_widths = natural
+            break
+        floors = [min(n, PATH_MIN_WIDTH) for n in natural]
+        path_widths = _fit_paths(natural, floors, width - lead - wanted)
+        if width - lead - sum(path_widths) >= min(wanted, MESSAGE_GOAL) or attempt == len(layouts) - 1:
+            break
+    columns = [*fixed, *([cut_left(cell, w) for cell in column] for column, w in zip(paths, path_widths, strict=True))]
+    widths = [max(display_width(cell) for cell in column) for column in columns]
+    room = None if width is None else max(PICKER_MIN_WIDTH, width - sum(widths) - 2 * len(columns))
     lines: list[str] = []
-    for r in rows:
-        padded = [cell + " " * (widths[c] - display_width(cell)) for c, cell in enumerate(r[:columns])]
-        last = r[columns] if room is None else truncate_to_width(r[columns], room)
+    for r in range(len(messages)):
+        padded = [column[r] + " " * (widths[c] - display_width(column[r])) for c, column in enumerate(columns)]
+        last = messages[r] if room is None else truncate_to_width(messages[r], room)
         line = ("  ".join(padded) + "  " + last).rstrip()
         lines.append(line if width is None else truncate_to_width(line, width))  # (as pi cuts each line)
     return "\n".join(lines)

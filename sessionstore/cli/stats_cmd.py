@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
+from sessionstore.cli import render
 from sessionstore.cli.main import TEXT, Ctx, _since_ms, db_label, emit_json, handle_errors, json_option, pass_ctx, say
 
 
@@ -42,6 +45,8 @@ def stats(ctx: Ctx, session: str | None, all_sessions: bool, cwd: str | None, si
         if as_json:
             emit_json(report.to_json())
         else:
+            if report.name:  # one line: a tab or a newline in it is shown escaped, as every table cell is
+                report = replace(report, name=render.safe_line(report.name))
             say(report.render(location=f"In database {db_label(ctx.resolved_url)}"))
         return
     totals = ctx.store.stats_all(cwd=cwd, since_ms=_since_ms(since), by=by)

@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from sessionstore.errors import InvalidInputError
-from sessionstore.models.roles import BUILTIN_ROLES, PROVIDER_ROLES
+from sessionstore.models.js import json_type
+from sessionstore.models.roles import BUILTIN_ROLES, PROVIDER_ROLES, role_of
 from sessionstore.payloads import anthropic, openai_chat, openai_responses
 from sessionstore.payloads.facts import ModelFacts, model_facts, model_ids, providers, registry_version
 from sessionstore.payloads.responses import (
@@ -90,11 +91,14 @@ def context_parts(source: Any) -> tuple[list[Json], str | None, list[Json] | Non
     silently. Content that is ``null`` or absent is left for the builders, which read it as ``[]`` as
     pi-ai does (:func:`~sessionstore.payloads.transform.with_content`)."""
     if isinstance(source, Mapping):
-        llm = source.get("llm")
-        key = "llm" if isinstance(llm, list) else "messages"
+        if "llm" in source and "messages" in source and "sessionId" not in source:
+            raise InvalidInputError("the context has both 'llm' and 'messages' but is not context --json's output"
+                                    " (no 'sessionId'): give the provider messages as one of them")
+        key = "llm" if "llm" in source else "messages"
         messages = source.get(key)
         if not isinstance(messages, Sequence) or isinstance(messages, str):
-            raise InvalidInputError("a context mapping needs a 'messages' list (or context --json's 'llm')")
+            raise InvalidInputError(f"a context mapping needs a '{key}' list"
+                                    + ("" if key == "llm" else " (or context --json's 'llm')"))
         tools = source.get("tools")
         return (_provider_messages(messages, key), source.get("systemPrompt"),
                 None if tools is None else _mappings(tools, "tools"))
@@ -109,12 +113,16 @@ def context_parts(source: Any) -> tuple[list[Json], str | None, list[Json] | Non
 def _provider_messages(value: Any, what: str) -> list[Json]:
     messages = _mappings(value, what)
     for index, message in enumerate(messages):
-        role = message.get("role")
+        role = role_of(message)
         if role not in PROVIDER_ROLES:
-            shown = repr(role) if isinstance(role, str) else f"of type {type(role).__name__}"
-            kind = "an AgentMessage role" if role in BUILTIN_ROLES else "not a known role"
+            if "role" not in message:
+                found = "has no role"
+            elif role is None:  # (role_of: pi matches a role that is not a string with none of its cases)
+                found = f"role of type {json_type(message['role'])} is not a known role"
+            else:
+                found = f"role {role!r} is " + ("an AgentMessage role" if role in BUILTIN_ROLES else "not a known role")
             raise InvalidInputError(
-                f"{what}[{index}]: role {shown} is {kind}, not a provider message (system, user, assistant,"
+                f"{what}[{index}]: {found}, not a provider message (system, user, assistant,"
                 " toolResult), and pi-ai does not send it: give the provider messages (context --json's"
                 " output as it is, or its 'llm' list as 'messages')")
     return messages
