@@ -462,8 +462,8 @@ def test_an_import_failure_of_a_file_with_a_newline_in_its_name_keeps_the_reason
     assert len(skipped.stderr.splitlines()) == 1
 
 
-INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060\u2064\u00ad\U000e0001\U000e0041\U000e007f"
-"""Format characters (category Cf) a terminal shows as nothing: the BOM, zero-width space, joiners, the word
+INVISIBLE = "\ufeff\u200b\u2060\u2064\u00ad\U000e0001\U000e0041\U000e007f"
+"""Format characters (category Cf) a terminal shows as nothing: the BOM, zero-width space, the word
 joiner, an invisible operator, the soft hyphen and tag characters (text can hide in them)."""
 
 
@@ -479,7 +479,7 @@ def test_text_output_escapes_every_format_character_and_tabs_in_one_line_fields(
         ["ls"], ["tree", "inv"], ["stats", "inv"], ["context", "inv"], ["search", "first"])}
     for command, text in outputs.items():
         assert not set(text) & set(INVISIBLE), (command, text)
-        escaped = "\\ufeff\\u200b\\u200c\\u200d\\u2060\\u2064\\xad\\U000e0001\\U000e0041\\U000e007f"
+        escaped = "\\ufeff\\u200b\\u2060\\u2064\\xad\\U000e0001\\U000e0041\\U000e007f"
         assert escaped in text, (command, text)
     assert "Name: na\\tme" in outputs["stats"], outputs["stats"]
     assert json.loads(run("ls", "--json").stdout)[0]["name"] == f"na\tme{INVISIBLE}"  # JSON keeps them
@@ -493,8 +493,21 @@ def test_the_escaped_format_characters_are_unicodes_category_cf() -> None:
 
     for code in range(sys.maxunicode + 1):
         char = chr(code)
-        if unicodedata.category(char) == "Cf":
+        if unicodedata.category(char) == "Cf" and char not in JOINERS:
             assert safe_line(char) != char, hex(code)
+
+
+JOINERS = "\u200c\u200d"
+"""Format characters text output keeps: emoji sequences and Indic and Persian words need them."""
+
+
+def test_the_joiners_that_emoji_and_scripts_need_are_printed_as_they_are() -> None:
+    from sessionstore.cli.render import safe_line
+
+    family, persian, devanagari = ("\U0001f468\u200d\U0001f469\u200d\U0001f467",
+                                   "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", "\u0915\u094d\u200d\u0937")
+    for text in (family, persian, devanagari):
+        assert safe_line(text) == text
 
 
 def test_lone_surrogates_in_session_data_print_escaped(run: Run, tmp_path: Path) -> None:

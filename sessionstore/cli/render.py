@@ -27,11 +27,12 @@ if TYPE_CHECKING:
 # What a terminal acts on or shows as nothing, besides newline and tab: C0 controls, DEL, C1 controls
 # (NEL among them), the line and paragraph separators (U+2028/9: a line break to some terminals and
 # viewers), every format character (Unicode category Cf: the bidi marks, embeddings, overrides and
-# isolates, zero-width spaces and joiners, the soft hyphen, word joiner and invisible operators, the BOM,
+# isolates, zero-width spaces, the soft hyphen, word joiner and invisible operators, the BOM,
 # interlinear annotations, the tag characters U+E0000-E007F: invisible, so text could hide in them),
 # and surrogates (a pair held as two code points is one character; a lone one cannot be encoded).
-# One list, for every text output (tests/test_cli_hostile_values.py holds it to unicodedata's Cf).
-_FORMAT_CHARACTERS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+# One list, for every text output (tests/test_cli_hostile.py holds it to unicodedata's Cf). The two
+# joiners U+200C/U+200D are not in it: emoji sequences and Indic and Persian text need them to render.
+_FORMAT_CHARACTERS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b\u200e\u200f"
                       "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
                       "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
 _TERMINAL_ACTS_ON = f"\x7f-\x9f\u2028\u2029{_FORMAT_CHARACTERS}"
