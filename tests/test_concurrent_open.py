@@ -28,8 +28,9 @@ from sessionstore.api import SessionStore
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
-from tests.conftest import PG_URL, _admin_url, _database_url, drop_pg_database
+from tests.conftest import _admin_url, _database_url, drop_pg_database
 from tests.paths import ROOT
+from tests.requirements import POSTGRES, require
 
 ROUNDS = 4
 OPENERS = 6
@@ -102,8 +103,7 @@ async def test_async_stores_opening_new_sqlite_files_at_once_all_open(tmp_path: 
 @pytest.fixture
 def empty_pg_databases() -> Iterator[Callable[[], str]]:
     """A maker of new PostgreSQL databases without any schema (not cloned from the migrated template)."""
-    if not PG_URL:
-        pytest.skip("SESSIONSTORE_TEST_PG_URL is not set")
+    require(POSTGRES)
     names: list[str] = []
 
     def make() -> str:

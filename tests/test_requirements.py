@@ -119,3 +119,18 @@ def test_whether_ci_is_set_is_decided_in_one_place() -> None:
                 if path.name not in ("requirements.py", "test_requirements.py")
                 and re.search(r"\bin_ci\(\)|importorskip\(|os\.environ(\.get)?\(\"CI\"", path.read_text())]
     assert deciding == []
+
+
+SKIPS_NOT_FOR_A_PART = {
+    "tests/test_cli_hostile.py": "root without setpriv: permission bits cannot hold (this machine and CI have it)",
+    "tests/test_sync_integrity.py": "a device node cannot be made in this sandbox",
+}
+"""The skips that are not a missing part (which :func:`tests.requirements.require` decides)."""
+
+
+def test_no_test_skips_for_a_missing_part_by_itself() -> None:
+    """A plain pytest.skip would skip under CI too (test_concurrent_open's PostgreSQL fixture did)."""
+    skipping = [path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "tests").rglob("*.py"))
+                if path.name not in ("requirements.py", "test_requirements.py")
+                and re.search(r"pytest\.skip\(|mark\.skipif\(", path.read_text())]
+    assert skipping == sorted(SKIPS_NOT_FOR_A_PART)
