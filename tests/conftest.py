@@ -72,11 +72,12 @@ def pg_template() -> Iterator[str]:
     admin.dispose()
 
 
-def fresh_pg_database(template: str) -> tuple[str, str]:
-    name = f"sessionstore_t_{uuid.uuid4().hex[:12]}"
+def fresh_pg_database(template: str | None = None, *, prefix: str = "sessionstore_t") -> tuple[str, str]:
+    """A new PostgreSQL database, cloned from ``template`` (``None``: empty, no schema): its name and URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     admin.dispose()
     return name, _database_url(name)
 
@@ -151,12 +152,8 @@ def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
         yield made
         made.dispose()
         return
-    name = f"sessionstore_empty_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    made = make_engine(_database_url(name))
+    name, url = fresh_pg_database(prefix="sessionstore_empty")
+    made = make_engine(url)
     yield made
     made.dispose()
     drop_pg_database(name)

@@ -21,14 +21,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.api import SessionStore
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
-from tests.conftest import _admin_url, _database_url, drop_pg_database
+from tests.conftest import drop_pg_database, fresh_pg_database
 from tests.paths import ROOT
 from tests.requirements import POSTGRES, require
 
@@ -107,13 +106,9 @@ def empty_pg_databases() -> Iterator[Callable[[], str]]:
     names: list[str] = []
 
     def make() -> str:
-        name = f"sessionstore_e_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
+        name, url = fresh_pg_database(prefix="sessionstore_e")
         names.append(name)
-        return _database_url(name)
+        return url
 
     yield make
     for name in names:

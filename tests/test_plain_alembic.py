@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from alembic.config import CommandLine
 from click.testing import CliRunner
-from sqlalchemy import Connection, create_engine, text
+from sqlalchemy import Connection, text
 
 from sessionstore.cli.main import cli
 from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
-from tests.conftest import BACKENDS, _admin_url, _database_url, drop_pg_database
+from tests.conftest import BACKENDS, drop_pg_database, fresh_pg_database
 from tests.paths import ROOT
 
 PG_SCHEMA = """
@@ -55,13 +55,9 @@ def new_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     def make() -> str:
         if request.param == "sqlite":
             return f"sqlite:///{tmp_path / f'{uuid.uuid4().hex[:8]}.db'}"
-        name = f"sessionstore_e_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(_admin_url(), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
+        name, url = fresh_pg_database(prefix="sessionstore_e")
         names.append(name)
-        return _database_url(name)
+        return url
 
     yield make
     for name in names:
