@@ -331,6 +331,14 @@ def test_ls_at_ordinary_widths_cuts_the_paths_from_the_left_so_the_first_message
     assert "0194c2a1-0000-7000-8000-000000000001".startswith(synced.split()[0]) and len(synced.split()[0]) >= 8
 
 
+def test_a_narrow_ls_of_the_only_session_shortens_its_id_to_eight_characters(sqlite_url: str) -> None:
+    with SessionStore(sqlite_url) as store:
+        session(store, "0194c2a1-0000-7000-8000-00000000000a", "/w/only", T0)
+    done = CliRunner().invoke(cli, ["--db", sqlite_url, "ls"], env={"COLUMNS": "80"})
+    assert done.exit_code == 0, done.output  # (an internal error before: max() of one number)
+    assert done.stdout.splitlines()[1].split()[0] == "0194c2a1"
+
+
 def test_a_narrow_ls_shortens_ids_to_prefixes_unique_in_the_store_not_only_in_the_listing(sqlite_url: str) -> None:
     with SessionStore(sqlite_url) as store:
         session(store, "0194c2a1-0000-7000-8000-00000000000a", "/w/shown", T0)

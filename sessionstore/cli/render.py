@@ -404,7 +404,7 @@ def _short_ids(ids: Sequence[str], known: Sequence[str]) -> list[str]:
     for sid in ids:
         index = place[sid]
         neighbours = ordered[max(0, index - 1):index] + ordered[index + 1:index + 2]
-        out.append(sid[:max(SHORT_ID, *(common(sid, other) + 1 for other in neighbours))])
+        out.append(sid[:max([SHORT_ID, *(common(sid, other) + 1 for other in neighbours)])])  # (none: the only one)
     return out
 
 
