@@ -44,10 +44,31 @@ def configure_connection(dbapi_connection: Any, durability: Durability) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout = 60000")
     cursor.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op unless the database is still empty
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _switch_to_wal(cursor)
     cursor.execute(f"PRAGMA synchronous = {'FULL' if durability == 'full' else 'NORMAL'}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.close()
+
+
+WAL_SWITCH_TRIES = 600
+"""How often switching a file to WAL is tried (every 0.1 s: the busy timeout's minute)."""
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode = WAL``, tried again while another connection holds the file: SQLite
+    answers the switch of a new file that another process is switching too with ``database is locked``
+    at once, without waiting in the busy handler."""
+    import sqlite3
+    import time
+
+    for attempt in range(WAL_SWITCH_TRIES):
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_SWITCH_TRIES - 1:
+                raise
+            time.sleep(0.1)
 
 
 def plain_path(url: str) -> str | None:
