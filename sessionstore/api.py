@@ -38,6 +38,7 @@ from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, Sess
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
 from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 
@@ -139,11 +140,16 @@ class SessionStore:
     schemas only by ``sessionstore db upgrade`` (an outdated one raises ``SchemaError``).
     ``create=False`` opens only an existing database: a missing SQLite file raises ``StoreError`` naming
     it, one without a schema ``SchemaError``, and nothing is created (what a reader wants).
+
+    ``tenant`` (default ``"default"``): whose sessions the store sees; every read, list, search, stats,
+    sync, import, fork and delete is that tenant's only, and another tenant's session is one that does
+    not exist. A name is 1-64 characters of ``A-Z a-z 0-9 . _ -``, not starting with ``.`` or ``-``
+    (else ``InvalidInputError``). :meth:`for_tenant` gives another tenant's store on the same database.
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True) -> None:
-        self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create)
+                 create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+        self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create, tenant=tenant)
         self.url = self._entries.url
 
     @classmethod
@@ -159,6 +165,17 @@ class SessionStore:
     def database(self) -> str:
         """The database's URL, password hidden."""
         return self._entries.database
+
+    @property
+    def tenant(self) -> str:
+        """The tenant whose sessions this store sees."""
+        return self._entries.tenant
+
+    def for_tenant(self, tenant: str) -> SessionStore:
+        """The store of ``tenant`` on this store's database, engine and connections: cheap (no new
+        engine, no schema check; a server makes one per request). Closing it leaves the database open
+        for this store, whose :meth:`close` closes it (the views then fail)."""
+        return SessionStore._over(self._entries.for_tenant(tenant))
 
     def close(self) -> None:
         self._entries.close()

@@ -32,7 +32,6 @@ from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso, now_ms
 from sessionstore.store.backend import (
-    Backend,
     EntryBrief,
     EntryRow,
     EntrySink,
@@ -42,6 +41,7 @@ from sessionstore.store.backend import (
     SearchRow,
     SessionRow,
     SourceRow,
+    TenantBackend,
     Tx,
     entry_row,
     search_row,
@@ -73,6 +73,7 @@ from sessionstore.store.sources import (
     new_prefix_hasher,
     split_check,
 )
+from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.migrate import CURRENT_VERSION
@@ -148,18 +149,23 @@ class EntryStore:
     (``delete_session`` aside). SQLite databases that are new or behind are upgraded on open;
     PostgreSQL schemas are upgraded only by ``sessionstore db upgrade`` (an outdated one raises
     :class:`~sessionstore.errors.SchemaError`). ``on_event_loop``: see :func:`~sessionstore.store.engine.make_engine`.
+    ``tenant``: whose sessions it sees (:mod:`sessionstore.store.tenant`); :meth:`for_tenant` gives
+    another tenant's on the same connections.
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 on_event_loop: bool = False, create: bool = True) -> None:
+                 on_event_loop: bool = False, create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+        self.tenant = check_tenant(tenant)
         self.url = url or default_url()
         self._durability: Durability = durability
         self._engine: Engine | None = None
+        self._owner: EntryStore | None = None
+        """The store that opened the database, for a view of another tenant (:meth:`for_tenant`)."""
         opened = None if on_event_loop or upgrade else open_current_sqlite(self.url, durability)
         self._file_url: str | None = None
         """The absolute URL of a SQLite file opened without SQLAlchemy."""
         if opened is not None:  # an existing SQLite file at the current schema: no SQLAlchemy
-            self.backend: Backend = opened[0]
+            self.backend = TenantBackend(opened[0], self.tenant, owner=True)
             self._file_url = opened[1]
             return
         from sessionstore.store import migrate
@@ -180,12 +186,29 @@ class EntryStore:
             engine.dispose()
             raise
         self._engine = engine
-        self.backend = open_backend(engine)
+        self.backend = TenantBackend(open_backend(engine), self.tenant, owner=True)
+
+    def for_tenant(self, tenant: str) -> EntryStore:
+        """The store of ``tenant`` on this one's database and connections (no new engine, no schema
+        check). Closing it leaves them open: they are this store's (whose close closes them)."""
+        name = check_tenant(tenant)
+        owner = self._owner or self
+        view = EntryStore.__new__(EntryStore)
+        view.tenant = name
+        view.url = self.url
+        view._durability = self._durability
+        view._engine = None
+        view._owner = owner
+        view._file_url = self._file_url
+        view.backend = TenantBackend(self.backend.shared, name, owner=False)
+        return view
 
     @property
     def engine(self) -> Engine:
         """SQLAlchemy's engine on the database (made on first use, for the file opened, when it was opened
         without SQLAlchemy)."""
+        if self._owner is not None:
+            return self._owner.engine
         if self._engine is None:
             assert self._file_url is not None
             self._engine = make_engine(self._file_url, durability=self._durability)
@@ -199,7 +222,7 @@ class EntryStore:
         return self.engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
-        self.backend.close()
+        self.backend.close()  # (a view of another tenant closes nothing: see for_tenant)
         if self._engine is not None:
             self._engine.dispose()
 
