@@ -876,6 +876,8 @@ class EntryStore:
         for attempt in range(101):
             try:
                 return self._append_once(session_id, entries, places, expected_leaf, parent_id, check, written_ms)
+            except DuplicateIdError:  # (a given id: no other draw helps)
+                raise
             except EntryIdTakenError:
                 if entry_id is not None:
                     raise EntryIdTakenError(f"session {session_id!r} already has an entry {entry_id!r}") from None
