@@ -60,7 +60,7 @@ from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
-from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode
 from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 
@@ -592,8 +592,14 @@ class AsyncSessionStore:
 
     async def append_entries(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
                              expected_leaf: Leaf = UNSET) -> list[str]:
-        """Messages and custom entries as one chain, all or none (``SessionStore.append_entries``)."""
+        """pi v3 entry objects as one chain, all or none (``SessionStore.append_entries``)."""
         return await self._run(SessionStore.append_entries, session_id, list(entries), expected_leaf=expected_leaf)
+
+    async def append_entries_detailed(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
+                                      expected_leaf: Leaf = UNSET) -> AppendResult:
+        """``SessionStore.append_entries_detailed``: ids and parents, the leaf, and whether it wrote."""
+        return await self._run(SessionStore.append_entries_detailed, session_id, list(entries),
+                               expected_leaf=expected_leaf)
 
     async def append_custom_message(self, session_id: str, custom_type: str, content: str | list[Any], *,
                                     display: bool = True, details: Any = None, expected_leaf: Leaf = UNSET) -> str:
