@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import os
 import socket
+from typing import Any
 
 import click
 
@@ -93,6 +95,10 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
                                    timeout_keep_alive=5, log_level="info", server_header=False)
     server = uvicorn.Server(server_config)
     if workers > 1:
-        Multiprocess(server_config, target=server.run, sockets=[sock]).run()
+        supervisor: Any = Multiprocess  # (uvicorn < 0.36 also takes the target to run in each worker)
+        if "target" in inspect.signature(Multiprocess).parameters:
+            supervisor(server_config, target=server.run, sockets=[sock]).run()
+        else:
+            supervisor(server_config, sockets=[sock]).run()
     else:
         server.run(sockets=[sock])

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import problems
+from sessionstore.service import bodies, problems
 from sessionstore.service.config import ServiceConfig
+from sessionstore.service.middleware import ServiceMiddleware
 
 log = logging.getLogger("sessionstore.service")
 
@@ -32,9 +35,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         finally:
             app.state.store.close()
 
-    app = FastAPI(title="sessionstore", version="1", lifespan=lifespan)
+    app = FastAPI(title="sessionstore", version="1", lifespan=lifespan,
+                  description="Coding-agent sessions (pi-compatible) over HTTP: SPEC sections 15-16.")
     app.state.config = config
+    _configure_logging()
     _add_error_handlers(app)
+    bodies.register_id_convertor()  # (before the routes: their {name:id} segments use it)
     for name in ("routes_read", "routes_write"):
         try:
             module = importlib.import_module(f"sessionstore.service.{name}")
@@ -43,7 +49,26 @@ def create_app(config: ServiceConfig) -> FastAPI:
                 raise
             continue
         app.include_router(module.router)
+    if config.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
+                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type", "If-Match", "Idempotency-Key",
+                                          "X-Request-Id"],
+                           expose_headers=["ETag", "Location", "X-Request-Id", "Retry-After"])
+    app.add_middleware(ServiceMiddleware, limits=config.limits)  # (outermost: ids and limits for all)
     return app
+
+
+def _configure_logging() -> None:
+    """The access log and the service's errors, one line each on stderr (uvicorn's own access log is off:
+    it would not carry the request id)."""
+    logger = logging.getLogger("sessionstore.service")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def app_from_env() -> FastAPI:
