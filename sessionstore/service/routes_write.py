@@ -8,6 +8,7 @@ honours ``Idempotency-Key``: the same key and body replay the first 2xx response
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import os
 import tempfile
@@ -174,7 +175,7 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
-    from sessionstore.service import idempotency
+    idempotency: Any = importlib.import_module("sessionstore.service.idempotency")  # (helper K's, merged later)
 
     records = idempotency.IdempotencyRecords(request.app.state.store)
     try:
