@@ -136,7 +136,9 @@ def json_response(value: Any, status: int = 200, headers: dict[str, str] | None 
 
 
 def session_location(session_id: str) -> str:
-    return "/v1/sessions/" + urllib.parse.quote(session_id, safe="")
+    """The session's path; ``.`` and ``..`` as ``%2E`` (clients would resolve them as dot segments)."""
+    segment = urllib.parse.quote(session_id, safe="")
+    return "/v1/sessions/" + (segment.replace(".", "%2E") if segment in (".", "..") else segment)
 
 
 def session_item(store: SessionStore, info: SessionInfo) -> dict[str, Any]:

@@ -24,7 +24,8 @@ def message(text: str) -> dict[str, object]:
 
 
 def path_of(session_id: str) -> str:
-    return "/v1/sessions/" + quote(session_id, safe="")
+    segment = quote(session_id, safe="")
+    return "/v1/sessions/" + (segment.replace(".", "%2E") if segment in (".", "..") else segment)
 
 
 def create(client: httpx.Client, session_id: str | None = None, **fields: object) -> httpx.Response:
