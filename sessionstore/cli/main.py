@@ -1609,8 +1609,9 @@ def check(ctx: Ctx) -> None:
 # Commands in modules of their own use the helpers above, so they are imported last.
 from sessionstore.cli.payload_cmd import payload  # noqa: E402
 from sessionstore.cli.search_cmd import search  # noqa: E402
+from sessionstore.cli.serve_cmd import serve  # noqa: E402
 from sessionstore.cli.stats_cmd import stats  # noqa: E402
 from sessionstore.cli.sync_cmd import sync  # noqa: E402
 
-for command in (payload, search, stats, sync):
+for command in (payload, search, serve, stats, sync):
     cli.add_command(command)

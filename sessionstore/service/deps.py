@@ -1,0 +1,92 @@
+"""FastAPI dependencies: who is calling (from the token alone) and that caller's tenant's store.
+
+The application keeps one :class:`SessionStore` (``app.state.store``, one engine); each request gets the
+caller's tenant's view of it (``for_tenant``: same engine, cheap). The caller is resolved once per request
+and kept on ``request.state.caller``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, Request
+
+from sessionstore.api import SessionStore
+from sessionstore.service.config import ServiceConfig
+from sessionstore.service.problems import ProblemError
+
+Scope = Literal["read", "write", "admin"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller: its tenant, its scope and its token's public id (None under --no-auth)."""
+
+    tenant: str
+    scope: Scope
+    token_id: str | None
+
+
+def _unauthorized(detail: str, *, presented: bool) -> ProblemError:
+    challenge = 'Bearer realm="sessionstore"'
+    if presented:
+        challenge += ', error="invalid_token"'
+    return ProblemError(401, "UNAUTHORIZED", detail, headers={"WWW-Authenticate": challenge})
+
+
+def _authenticate(request: Request) -> Caller:
+    config: ServiceConfig = request.app.state.config
+    if config.no_auth:
+        return Caller(tenant="default", scope="admin", token_id=None)
+    header = request.headers.get("authorization")
+    if header is None:
+        raise _unauthorized("this request needs a token: Authorization: Bearer ss_...", presented=False)
+    scheme, _, presented = header.partition(" ")
+    presented = presented.strip()
+    if scheme.lower() != "bearer" or not presented:
+        raise _unauthorized("the Authorization header is not 'Bearer <token>'", presented=True)
+    tokens: Any = importlib.import_module("sessionstore.service.tokens")  # (helper K's module, merged later)
+
+    try:
+        info = tokens.authenticate(request.app.state.store, presented)
+    except tokens.TokenRefused as exc:
+        raise _unauthorized(f"the token was refused: {exc.reason}", presented=True) from None
+    return Caller(tenant=info.tenant, scope=info.scope, token_id=info.id)
+
+
+def caller(request: Request) -> Caller:
+    """The authenticated caller; 401 UNAUTHORIZED (with ``WWW-Authenticate: Bearer``) otherwise."""
+    known: Caller | None = getattr(request.state, "caller", None)
+    if known is None:
+        known = _authenticate(request)
+        request.state.caller = known
+    return known
+
+
+def _store_for(request: Request, who: Caller) -> SessionStore:
+    base: SessionStore = request.app.state.store
+    for_tenant = getattr(base, "for_tenant", None)  # (helper T's; until it is merged, one tenant)
+    if for_tenant is None:
+        return base
+    store: SessionStore = for_tenant(who.tenant)
+    return store
+
+
+def reader(request: Request) -> SessionStore:
+    """The caller's tenant's store, for any scope."""
+    return _store_for(request, caller(request))
+
+
+def writer(request: Request) -> SessionStore:
+    """The caller's tenant's store for a write: scope ``write`` or ``admin``, else 403 FORBIDDEN."""
+    who = caller(request)
+    if who.scope not in ("write", "admin"):
+        raise ProblemError(403, "FORBIDDEN", f"a {who.scope!r} token may not write")
+    return _store_for(request, who)
+
+
+CallerDep = Annotated[Caller, Depends(caller)]
+ReaderStore = Annotated[SessionStore, Depends(reader)]
+WriterStore = Annotated[SessionStore, Depends(writer)]
