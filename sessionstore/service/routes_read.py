@@ -179,6 +179,23 @@ async def export_session(session_id: str, store: ReaderStore,
                            {"X-Content-Type-Options": "nosniff"})
 
 
+@router.get("/sessions/{session_id:id}/entries", response_class=Response,
+            responses={200: {"description": "the stored lines in append order (JSONL); X-Last-Seq: the last"
+                             " line's seq, to pass as after", "content": {JSONL_TYPE: {}}}})
+async def entries(session_id: str, store: ReaderStore,
+                  after: Annotated[int, Query(ge=-1, description="only entries whose seq (from 0) is above")] = -1,
+                  limit: Annotated[int | None, Query(ge=0)] = None) -> Response:
+    """The stored lines of the entries after ``after`` in append order, for a catch-up (streamed)."""
+    written: list[int | None] = []
+
+    def write(fp: IO[bytes]) -> None:
+        written.append(store.write_entry_lines(session_id, fp, after=after, limit=limit)[1])
+
+    response = await _streamed(write, JSONL_TYPE)
+    response.headers["X-Last-Seq"] = str(after if written[0] is None else written[0])
+    return response
+
+
 # -- numbers, search, plans, payloads -----------------------------------------------------------
 @router.get("/sessions/{session_id:id}/stats", response_class=Response,
             responses={200: {"description": "stats --json", "content": {JSON_TYPE: {}}}})

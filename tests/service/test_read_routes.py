@@ -141,3 +141,17 @@ def test_the_html_export_headers(http: httpx.Client) -> None:
     policy = response.headers["content-security-policy"]
     assert policy.startswith("default-src 'none'; script-src 'sha256-") and "unsafe-inline" not in policy
     assert f'content="{policy}"' in response.text  # the page's own <meta> policy, the same one
+
+
+def test_entries_are_the_stored_lines_after_a_seq(http: httpx.Client, no_auth_server: Server) -> None:
+    lines = cli(no_auth_server, "export", "read-c").splitlines(keepends=True)[1:]  # (the header is not an entry)
+    whole = http.get(path_of("read-c") + "/entries")
+    assert whole.status_code == 200 and whole.headers["content-type"] == "application/jsonl"
+    assert whole.content == b"".join(lines) and whole.headers["x-last-seq"] == str(len(lines) - 1)
+    page = http.get(path_of("read-c") + "/entries", params={"after": 0, "limit": 2})
+    assert page.content == b"".join(lines[1:3]) and page.headers["x-last-seq"] == "2"
+    rest = http.get(path_of("read-c") + "/entries", params={"after": page.headers["x-last-seq"]})
+    assert rest.content == b"".join(lines[3:])
+    done = http.get(path_of("read-c") + "/entries", params={"after": len(lines) - 1})
+    assert done.content == b"" and done.headers["x-last-seq"] == str(len(lines) - 1)
+    assert http.get(path_of("no such session") + "/entries").status_code == 404
