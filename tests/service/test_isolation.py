@@ -188,14 +188,14 @@ def test_the_table_covers_every_published_route(server: Server) -> None:
 
 
 @pytest.mark.parametrize("header", [
-    None, "", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer ss_", "Bearer ss__", "Bearer ss_a_b_c",
+    None, "", "Bearer", "Basic dXNlcjpwYXNz", "Bearer ss_", "Bearer ss__", "Bearer ss_a_b_c",
     "Bearer ss_0000000000000000_" + "A" * 43, "Bearer " + "x" * 10_000, "Bearer ss_\u00e9\u00e9_\u00e9",
 ])
 def test_no_token_or_a_bad_one_is_401_with_a_challenge(server: Server, tenants: Any, header: str | None) -> None:
-    headers = {} if header is None else {"Authorization": header.encode("utf-8").decode("latin-1")}
+    headers = {} if header is None else {"Authorization": header.encode("utf-8")}
     for method, path in (("GET", "/v1/sessions"), ("GET", f"/v1/sessions/{A_SESSION}"),
                          ("POST", f"/v1/sessions/{A_SESSION}/entries")):
-        response = httpx.request(method, server.base_url + path, headers=headers, json={})
+        response = httpx.request(method, server.base_url + path, headers=headers, json={})  # type: ignore[arg-type]
         assert response.status_code == 401, (header, path, response.text)
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert response.headers["content-type"].startswith("application/problem+json")
