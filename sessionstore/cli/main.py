@@ -1623,6 +1623,7 @@ from sessionstore.cli.search_cmd import search  # noqa: E402
 from sessionstore.cli.serve_cmd import serve  # noqa: E402
 from sessionstore.cli.stats_cmd import stats  # noqa: E402
 from sessionstore.cli.sync_cmd import sync  # noqa: E402
+from sessionstore.cli.token_cmd import token  # noqa: E402
 
-for command in (payload, search, serve, stats, sync):
+for command in (payload, search, serve, stats, sync, token):
     cli.add_command(command)

@@ -47,6 +47,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -208,4 +209,40 @@ deleted_sources = Table(
     Column("deleted_at", Text, nullable=False),
     Column("tenant", Text, nullable=False),  # (revision 0013)
     PrimaryKeyConstraint("tenant", "path"),
+)
+
+tokens = Table(
+    "sessionstore_tokens",
+    metadata,
+    # The service's tokens (revision 0014, ``service.tokens``): the public id, the tenant and scope it
+    # grants, a name, when it was made, expires and was revoked (ISO 8601 UTC or null), and the SHA-256
+    # of its secret (hex). The secret itself is never stored.
+    Column("id", Text, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("name", Text),
+    Column("created", Text, nullable=False),
+    Column("expires", Text),
+    Column("revoked", Text),
+    Column("secret_sha256", Text, nullable=False),
+    PrimaryKeyConstraint("id"),
+    CheckConstraint("scope IN ('read', 'write', 'admin')", name="ck_sessionstore_tokens_scope"),
+    Index("ix_sessionstore_tokens_tenant", "tenant"),
+)
+
+idempotency = Table(
+    "sessionstore_idempotency",
+    metadata,
+    # The first answer to a request sent with an ``Idempotency-Key`` (revision 0014,
+    # ``service.idempotency``), per tenant and key, for 24 hours: the request's fingerprint and the
+    # response's status, headers (a JSON object) and body.
+    Column("tenant", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("headers", Text, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant", "key"),
+    Index("ix_sessionstore_idempotency_created_ms", "created_ms"),
 )
