@@ -286,7 +286,8 @@ class RemoteSessionStore:
         raise errors.EntryNotFoundError(session_id, entry_id)
 
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = sorted((e["id"], str(e["type"])) for e in self.entries(session_id) if e["id"].startswith(prefix))
+        found: list[tuple[str, str]] = sorted(
+            (e["id"], str(e["type"])) for e in self.entries(session_id) if e["id"].startswith(prefix))
         return found[:limit]
 
     def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
@@ -330,31 +331,24 @@ class RemoteSessionStore:
     # -- appends -------------------------------------------------------------------------------
     def append_entries_detailed(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
                                 expected_leaf: Leaf = UNSET) -> AppendResult:
-        """POST the entries, each with its id, parentId and timestamp chosen here (so a retry of a stored
-        append is a no-op); without ``expected_leaf`` they go on the current leaf, read first."""
-        batch = [dict(e) for e in entries]
-        unconditional = isinstance(expected_leaf, _Unset)
-        for _attempt in range(3):
-            leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
-            parent = leaf
-            placed: list[Json] = []
-            for entry in batch:
-                one = {**entry}
-                one.setdefault("id", new_entry_id(lambda _id: False))
+        """POST the entries, each with its id and timestamp chosen here, and its parentId where it is
+        known (the batch's previous entry; the first's is ``expected_leaf``'s, with ``If-Match``).
+        Without ``expected_leaf`` the first goes on the server's current leaf, as the library's does; a
+        retry of it is safe by the request's ``Idempotency-Key``, one with ``expected_leaf`` also by its ids."""
+        placed: list[Json] = []
+        parent: Leaf = expected_leaf
+        for entry in entries:
+            one = dict(entry)
+            one.setdefault("id", new_entry_id(lambda _id: False))
+            if not isinstance(parent, _Unset):
                 one.setdefault("parentId", parent)
-                one.setdefault("timestamp", now_iso())
-                parent = one["id"]
-                placed.append(one)
-            try:
-                answer = self._request("POST", self._session_path(session_id, "/entries"), session_id=session_id,
-                                       json=placed, headers={"If-Match": etag(leaf)}).json()
-            except errors.LeafConflictError:
-                if not unconditional:
-                    raise
-                continue  # (another writer appended: go on its leaf, as the library does)
-            return AppendResult(entries=[(e["id"], e["parentId"]) for e in answer["entries"]],
-                                leaf_id=answer["leafId"], written=True)
-        raise errors.LeafConflictError(session_id, None, None)
+            one.setdefault("timestamp", now_iso())
+            parent = one["id"]
+            placed.append(one)
+        answer = self._request("POST", self._session_path(session_id, "/entries"), session_id=session_id,
+                               json=placed, headers=self._if_match(expected_leaf)).json()
+        return AppendResult(entries=[(e["id"], e["parentId"]) for e in answer["entries"]],
+                            leaf_id=answer["leafId"], written=True)
 
     def append_entries(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
                        expected_leaf: Leaf = UNSET) -> list[str]:
