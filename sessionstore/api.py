@@ -290,31 +290,10 @@ class SessionStore:
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
-        from sessionstore.validate import validate_transcript  # (the validators load with the first context)
-
         part = self._entries.context_slice(session_id, leaf_id)
-        built = build_session_context(part.path, thinking_entry=part.thinking_entry, model_entry=part.model_entry)
-        diagnostics = list(built.diagnostics)
-        diagnostics.extend(
-            validate_transcript(built.messages, entry_ids=built.entry_ids, known_roles=known_roles() - BUILTIN_ROLES)
-        )
-        projection = project(
-            built.messages,
-            built.entry_ids,
-            transform_context=transform_context,
-            provider_safe_repairs=provider_safe,
-        )
-        diagnostics.extend(projection.diagnostics)
-        return ContextResult(
-            session_id=session_id,
-            leaf_id=part.leaf_id,
-            messages=built.messages,
-            entry_ids=built.entry_ids,
-            llm=cast(list[ProviderMessageDict], projection.llm),
-            thinking_level=built.thinking_level,
-            model=built.model,
-            diagnostics=diagnostics,
-        )
+        return context_of(session_id, part.leaf_id, part.path, thinking_entry=part.thinking_entry,
+                          model_entry=part.model_entry, provider_safe=provider_safe,
+                          transform_context=transform_context)
 
     def write_context_json(
         self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET, provider_safe: bool = False
@@ -726,6 +705,45 @@ class SessionStore:
         return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
                      include_deleted=include_deleted,
                      on_cycle=on_cycle)
+
+
+def context_of(
+    session_id: str,
+    leaf_id: str | None,
+    path: list[Json],
+    *,
+    thinking_entry: Mapping[str, Any] | None = None,
+    model_entry: Mapping[str, Any] | None = None,
+    provider_safe: bool = False,
+    transform_context: TransformContext | None = None,
+) -> ContextResult:
+    """The context at the end of ``path`` (the entries root..``leaf_id``, or the part of it from the
+    compaction on with the entries that set thinking level and model), validated and projected: what
+    :meth:`SessionStore.context` returns, for any holder of the path (the remote client)."""
+    from sessionstore.validate import validate_transcript  # (the validators load with the first context)
+
+    built = build_session_context(path, thinking_entry=thinking_entry, model_entry=model_entry)
+    diagnostics = list(built.diagnostics)
+    diagnostics.extend(
+        validate_transcript(built.messages, entry_ids=built.entry_ids, known_roles=known_roles() - BUILTIN_ROLES)
+    )
+    projection = project(
+        built.messages,
+        built.entry_ids,
+        transform_context=transform_context,
+        provider_safe_repairs=provider_safe,
+    )
+    diagnostics.extend(projection.diagnostics)
+    return ContextResult(
+        session_id=session_id,
+        leaf_id=leaf_id,
+        messages=built.messages,
+        entry_ids=built.entry_ids,
+        llm=cast(list[ProviderMessageDict], projection.llm),
+        thinking_level=built.thinking_level,
+        model=built.model,
+        diagnostics=diagnostics,
+    )
 
 
 __all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]

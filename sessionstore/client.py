@@ -1,0 +1,511 @@
+"""The store over HTTP: :class:`RemoteSessionStore` is a :class:`~sessionstore.api.SessionStore` whose
+database is a ``sessionstore serve`` (SPEC 15), with the same method names, parameters, results and
+error classes; :class:`AsyncRemoteSessionStore` is its async twin.
+
+    store = RemoteSessionStore("http://127.0.0.1:8765", token="ss_...")
+    sid = store.create_session(cwd="/repo")
+    store.append_message(sid, user_message("hi"))
+
+Writes go to the write routes; reads without a route of their own (path, entry, children, labels,
+leaf, context) are computed here from the session's entries with the library's own functions.
+Retries are safe: a dropped connection or a 503 is retried with backoff; every POST carries one
+``Idempotency-Key`` for all its attempts, and every append names its entries' ids, parents and
+timestamps, so a retried append that had been stored is a no-op on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any, cast
+
+import httpx
+
+from sessionstore import errors
+from sessionstore.api import ContextResult, Json, Leaf, context_of
+from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
+from sessionstore.models.ids import new_entry_id
+from sessionstore.models.timestamps import now_iso
+from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.store import append_rules
+from sessionstore.store.append_rules import message_to_wire
+from sessionstore.store.entry_store import new_header
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, _Unset
+from sessionstore.validate import Diagnostic
+from sessionstore.wire.codec import parse_line
+from sessionstore.wire.jsjson import js_dumpb
+
+RETRY_STATUSES = (503,)
+"""Statuses a request is retried on (with ``Retry-After`` or backoff); a dropped connection is too."""
+
+_ERRORS: dict[str, type[errors.SessionStoreError]] = {
+    cls.code: cls for cls in (
+        errors.InvalidInputError, errors.JsonlError, errors.IncompleteHeaderError, errors.SessionNotFoundError,
+        errors.EntryNotFoundError, errors.SessionExistsError, errors.SourceConflictError, errors.EntryIdTakenError,
+        errors.DuplicateIdError, errors.LeafConflictError, errors.InvalidCompactionError, errors.SchemaError,
+        errors.SchemaTooNewError, errors.BackendUnavailableError, errors.StoreError,
+    )
+}
+"""The library's error classes by their ``code``, which a problem's ``storeCode`` names."""
+
+_API_CODES: dict[str, type[errors.SessionStoreError]] = {
+    "NOT_FOUND": errors.SessionNotFoundError, "SESSION_EXISTS": errors.SessionExistsError,
+    "DUPLICATE_ID": errors.DuplicateIdError, "LEAF_CONFLICT": errors.LeafConflictError,
+    "SERVICE_UNAVAILABLE": errors.StoreError,
+}
+"""The class of a problem without ``storeCode`` (the server's own refusals); others are InvalidInputError."""
+
+
+class RemoteError(errors.SessionStoreError):
+    """The server refused the request for a reason of its own (401, 403, 413, 415, 429, 500 ...):
+    ``status``, ``api_code`` (the problem's ``code``) and ``detail``."""
+
+    code = "REMOTE_ERROR"
+
+    def __init__(self, status: int, api_code: str, detail: str) -> None:
+        self.status = status
+        self.api_code = api_code
+        self.detail = detail
+        super().__init__(f"{status} {api_code}: {detail}")
+
+
+def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str | None = None) -> Exception:
+    """The library error a problem+json body stands for: the class its ``storeCode`` names (else its
+    ``code``'s), with the attributes the library's error carries (``currentLeafId`` as ``actual``,
+    ``line``); a refusal of the server's own (auth, limits) is a :class:`RemoteError`."""
+    detail = str(problem.get("detail", ""))
+    store_code = problem.get("storeCode")
+    api_code = str(problem.get("code", "INTERNAL"))
+    cls = _ERRORS.get(store_code) if isinstance(store_code, str) else None
+    if cls is None:
+        cls = _API_CODES.get(api_code)
+    if cls is None:
+        if status == 422 or api_code in ("BAD_JSON", "INVALID_ENTRY", "INVALID_INPUT"):
+            cls = errors.InvalidInputError
+        else:
+            return RemoteError(status, api_code, detail)
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, detail)
+    if isinstance(exc, errors.LeafConflictError):
+        exc.session_id, exc.expected, exc.actual = session_id or "", None, problem.get("currentLeafId")
+    elif isinstance(exc, errors.JsonlError):
+        line = problem.get("line")
+        exc.path, exc.line, exc.reason = "-", line if isinstance(line, int) else None, detail
+    elif isinstance(exc, (errors.SessionNotFoundError, errors.SessionExistsError)):
+        exc.session_id = session_id or ""
+    elif isinstance(exc, errors.EntryNotFoundError):
+        exc.session_id, exc.entry_id = session_id or "", ""
+    return exc
+
+
+def session_info_from_json(item: Mapping[str, Any]) -> SessionInfo:
+    """The :class:`SessionInfo` of an ``ls --json`` item (the inverse of ``SessionInfo.to_json``)."""
+    from sessionstore.models.timestamps import iso_to_ms
+
+    def ms(value: Any) -> int | None:
+        return iso_to_ms(value) if isinstance(value, str) else None
+
+    return SessionInfo(id=item["id"], cwd=item["cwd"], created=item["created"], name=item.get("name"),
+                       parent_session=item.get("parentSession"), leaf_id=item.get("leafId"),
+                       entry_count=item.get("entries", 0), message_count=item.get("messageCount", 0),
+                       first_message=item.get("firstMessage"), modified_ms=ms(item.get("modified")),
+                       source_path=item.get("sourcePath"), active_ms=ms(item.get("active")))
+
+
+def segment(value: str) -> str:
+    """An id as one path segment (``/`` as ``%2F``; ``.`` and ``..`` as ``%2E``, which httpx would
+    otherwise resolve as dot segments)."""
+    quoted = urllib.parse.quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
+
+
+def etag(leaf_id: str | None) -> str:
+    from sessionstore.service.bodies import etag as server_etag  # (one home for the ETag's encoding)
+
+    return server_etag(leaf_id)
+
+
+class RemoteSessionStore:
+    """A :class:`~sessionstore.api.SessionStore` on a ``sessionstore serve`` at ``base_url``
+    (``http://HOST:PORT``), authenticated by ``token`` (``ss_...``; none for a ``--no-auth`` server).
+    ``retries``: how often a request is tried again after a dropped connection or a 503; ``transport``:
+    an httpx transport (tests). ``sync`` and ``watch_sync`` read a local directory, which a remote store
+    has not: they raise ``InvalidInputError``."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
+        self._retries = retries
+        self._idempotency_keys = idempotency_keys
+
+    @property
+    def database(self) -> str:
+        return self.url
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RemoteSessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport -----------------------------------------------------------------------------
+    def _request(self, method: str, path: str, *, session_id: str | None = None, json: Any = UNSET,
+                 content: bytes | None = None, media: str = "application/json",
+                 params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
+                 ok: tuple[int, ...] = (200, 201, 204)) -> httpx.Response:
+        sent = dict(headers or {})
+        if not isinstance(json, _Unset):
+            content = js_dumpb(json)
+        if content is not None:
+            sent["Content-Type"] = media
+        if method == "POST" and self._idempotency_keys:
+            sent["Idempotency-Key"] = uuid.uuid4().hex  # (one key for every attempt of this call)
+        delay = 0.05
+        for attempt in range(self._retries + 1):
+            try:
+                response = self._http.request(method, path, content=content, params=params, headers=sent)
+            except (httpx.TransportError, httpx.RemoteProtocolError):
+                if attempt == self._retries:
+                    raise errors.StoreError(f"the server at {self.url} did not answer {method} {path}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if response.status_code in RETRY_STATUSES and attempt < self._retries:
+                time.sleep(min(float(response.headers.get("retry-after", delay)), 5.0))
+                delay = min(delay * 2, 2.0)
+                continue
+            break
+        if response.status_code in ok:
+            return response
+        try:
+            problem = response.json()
+        except ValueError:
+            problem = {"code": "INTERNAL", "detail": response.text[:200]}
+        raise error_from_problem(response.status_code, problem if isinstance(problem, dict) else {}, session_id)
+
+    def _session_path(self, session_id: str, tail: str = "") -> str:
+        return f"/v1/sessions/{segment(session_id)}{tail}"
+
+    @staticmethod
+    def _if_match(expected_leaf: Leaf) -> dict[str, str]:
+        return {} if isinstance(expected_leaf, _Unset) else {"If-Match": etag(expected_leaf)}
+
+    # -- sessions ------------------------------------------------------------------------------
+    def create_session(self, *, cwd: str, session_id: str | None = None, parent_session: str | None = None,
+                       timestamp: str | None = None, exist_ok: bool = False) -> str:
+        try:
+            if parent_session is None and timestamp is None:
+                body: Json = {"cwd": cwd} if session_id is None else {"cwd": cwd, "id": session_id}
+                return str(self._request("POST", "/v1/sessions", json=body).json()["id"])
+            header = new_header(cwd=cwd, session_id=session_id, parent_session=parent_session, timestamp=timestamp)
+            return self.import_entries(header, []).session_id
+        except errors.SessionExistsError:
+            if exist_ok and session_id is not None:
+                return session_id
+            raise errors.SessionExistsError(session_id or "") from None
+
+    def delete_session(self, session_id: str) -> None:
+        self._request("DELETE", self._session_path(session_id), session_id=session_id)
+
+    def session(self, session_id: str) -> SessionInfo:
+        return session_info_from_json(self._request("GET", self._session_path(session_id),
+                                                    session_id=session_id).json())
+
+    def list_sessions(self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
+                      sort: ListOrder = "activity") -> list[SessionInfo]:
+        from sessionstore.models import js
+
+        params: dict[str, Any] = {"sort": sort}
+        if cwd is not None:
+            params["cwd"] = cwd
+        if since_ms is not None:
+            params["since"] = js.iso_string(since_ms)
+        found: list[SessionInfo] = []
+        while True:
+            if limit is not None:
+                params["limit"] = limit - len(found)
+            page = self._request("GET", "/v1/sessions", params=params).json()
+            found.extend(session_info_from_json(item) for item in page["sessions"])
+            if not page.get("next") or (limit is not None and len(found) >= limit):
+                return found
+            params["cursor"] = page["next"]
+
+    def most_recent_session(self, *, cwd: str | None = None) -> str | None:
+        latest = self.list_sessions(cwd=cwd, limit=1, sort="activity")
+        return latest[0].id if latest else None
+
+    def header(self, session_id: str) -> SessionHeaderDict:
+        buffer = io.BytesIO()
+        self.export_jsonl(session_id, buffer)
+        first = buffer.getvalue().split(b"\n", 1)[0]
+        return cast(SessionHeaderDict, parse_line(first))
+
+    # -- import / export -----------------------------------------------------------------------
+    def import_jsonl(self, source: str | Path | IO[bytes], *, lenient: bool = False, replace: bool = False,
+                     progress: Any = None) -> ImportResult:
+        data = Path(source).read_bytes() if isinstance(source, (str, Path)) else source.read()
+        if progress is not None:
+            progress(len(data))
+        item = self._request("POST", "/v1/imports", content=data, media="application/jsonl",
+                             params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
+        return ImportResult(session_id=item["sessionId"], entries=item["entries"], leaf_id=item.get("leafId"))
+
+    def import_entries(self, header: Mapping[str, Any], entries: Iterable[Mapping[str, Any]], *,
+                       replace: bool = False) -> ImportResult:
+        lines = b"".join(js_dumpb(dict(line)) + b"\n" for line in (header, *entries))
+        return self.import_jsonl(io.BytesIO(lines), replace=replace)
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
+        response = self._request("GET", self._session_path(session_id, "/export"), session_id=session_id,
+                                 params={"format": "jsonl"})
+        fp.write(response.content)
+        return max(response.content.count(b"\n") - 1, 0)
+
+    # -- reading the tree ----------------------------------------------------------------------
+    def entries(self, session_id: str) -> list[SessionEntryDict]:
+        response = self._request("GET", self._session_path(session_id, "/entries"), session_id=session_id)
+        return [cast(SessionEntryDict, parse_line(line)) for line in response.content.split(b"\n") if line.strip()]
+
+    def leaf(self, session_id: str) -> str | None:
+        return self.session(session_id).leaf_id
+
+    def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
+        for entry in self.entries(session_id):
+            if entry["id"] == entry_id:
+                return entry
+        raise errors.EntryNotFoundError(session_id, entry_id)
+
+    def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = sorted(
+            (e["id"], str(e["type"])) for e in self.entries(session_id) if e["id"].startswith(prefix))
+        return found[:limit]
+
+    def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
+        entries = self.entries(session_id)
+        if entry_id is not None and all(e["id"] != entry_id for e in entries):
+            raise errors.EntryNotFoundError(session_id, entry_id)
+        return [e for e in entries if e.get("parentId") == entry_id]
+
+    def path(self, session_id: str, leaf_id: Leaf = UNSET) -> list[SessionEntryDict]:
+        leaf = self.leaf(session_id) if isinstance(leaf_id, _Unset) else leaf_id
+        by_id = {e["id"]: e for e in self.entries(session_id)}
+        if leaf is not None and leaf not in by_id:
+            raise errors.EntryNotFoundError(session_id, leaf)
+        path: list[SessionEntryDict] = []
+        while leaf is not None:
+            path.append(by_id[leaf])
+            leaf = by_id[leaf].get("parentId")
+        return path[::-1]
+
+    def labels(self, session_id: str) -> dict[str, Any]:
+        labels: dict[str, Any] = {}
+        for entry in self.entries(session_id):
+            if entry["type"] == "label":
+                target, label = entry.get("targetId"), entry.get("label")
+                if label:
+                    labels[target] = label
+                else:
+                    labels.pop(target, None)
+        return labels
+
+    # -- context -------------------------------------------------------------------------------
+    def context(self, session_id: str, *, leaf_id: Leaf = UNSET, provider_safe: bool = False,
+                transform_context: Any = None) -> ContextResult:
+        leaf = self.leaf(session_id) if isinstance(leaf_id, _Unset) else leaf_id
+        path = [dict(e) for e in self.path(session_id, leaf)]
+        return context_of(session_id, leaf, path, provider_safe=provider_safe, transform_context=transform_context)
+
+    def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:
+        return self.context(session_id, leaf_id=leaf_id).diagnostics
+
+    # -- appends -------------------------------------------------------------------------------
+    def append_entries_detailed(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
+                                expected_leaf: Leaf = UNSET) -> AppendResult:
+        """POST the entries, each with its id and timestamp chosen here, and its parentId where it is
+        known (the batch's previous entry; the first's is ``expected_leaf``'s, with ``If-Match``).
+        Without ``expected_leaf`` the first goes on the server's current leaf, as the library's does; a
+        retry of it is safe by the request's ``Idempotency-Key``, one with ``expected_leaf`` also by its ids."""
+        placed: list[Json] = []
+        parent: Leaf = expected_leaf
+        for entry in entries:
+            one = dict(entry)
+            one.setdefault("id", new_entry_id(lambda _id: False))
+            if not isinstance(parent, _Unset):
+                one.setdefault("parentId", parent)
+            one.setdefault("timestamp", now_iso())
+            parent = one["id"]
+            placed.append(one)
+        answer = self._request("POST", self._session_path(session_id, "/entries"), session_id=session_id,
+                               json=placed, headers=self._if_match(expected_leaf)).json()
+        return AppendResult(entries=[(e["id"], e["parentId"]) for e in answer["entries"]],
+                            leaf_id=answer["leafId"], written=True)
+
+    def append_entries(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
+                       expected_leaf: Leaf = UNSET) -> list[str]:
+        return self.append_entries_detailed(session_id, entries, expected_leaf=expected_leaf).ids
+
+    def _append(self, session_id: str, fields: Json, expected_leaf: Leaf, entry_id: str | None = None) -> str:
+        if entry_id is not None:
+            fields = {**fields, "id": entry_id}
+        return self.append_entries(session_id, [fields], expected_leaf=expected_leaf)[0]
+
+    def append_message(self, session_id: str, message: Any, *, expected_leaf: Leaf = UNSET,
+                       entry_id: str | None = None) -> str:
+        wire: AgentMessageDict = message_to_wire(message)
+        return self._append(session_id, {"type": "message", "message": wire}, expected_leaf, entry_id)
+
+    def append_tool_result(self, session_id: str, *, tool_call_id: str, tool_name: str, content: str | list[Any],
+                           is_error: bool = False, details: Any = None, expected_leaf: Leaf = UNSET) -> str:
+        from sessionstore.models.messages import tool_result_message
+
+        message = tool_result_message(tool_call_id=tool_call_id, tool_name=tool_name, content=content,
+                                      is_error=is_error, details=details)
+        return self.append_message(session_id, message, expected_leaf=expected_leaf)
+
+    def append_model_change(self, session_id: str, *, provider: str, model_id: str,
+                            expected_leaf: Leaf = UNSET) -> str:
+        return self._append(session_id, {"type": "model_change", "provider": provider, "modelId": model_id},
+                            expected_leaf)
+
+    def append_thinking_level_change(self, session_id: str, thinking_level: str, *,
+                                     expected_leaf: Leaf = UNSET) -> str:
+        return self._append(session_id, {"type": "thinking_level_change", "thinkingLevel": thinking_level},
+                            expected_leaf)
+
+    def append_custom(self, session_id: str, custom_type: str, data: Any = None, *,
+                      expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "custom", "customType": custom_type, "data": data})
+        return self._append(session_id, fields, expected_leaf)
+
+    def append_custom_message(self, session_id: str, custom_type: str, content: str | list[Any], *,
+                              display: bool = True, details: Any = None, expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "custom_message", "customType": custom_type, "content": content,
+                                            "display": display, "details": details})
+        return self._append(session_id, fields, expected_leaf)
+
+    def append_label(self, session_id: str, target_id: str, label: str | None = None, *,
+                     expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "label", "targetId": target_id, "label": label})
+        return self._append(session_id, fields, expected_leaf)
+
+    def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "session_info", "name": name})
+        return self._append(session_id, fields, expected_leaf)
+
+    def append_usage(self, session_id: str, *, kind: str, provider: str, model: str, usage: Mapping[str, Any],
+                     note: str | None = None, expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "usage", "kind": kind, "provider": provider, "model": model,
+                                            "usage": usage, "note": note})
+        return self._append(session_id, fields, expected_leaf)
+
+    def append_context_edit(self, session_id: str, target_id: str, replacement: Mapping[str, Any] | None, *,
+                            expected_leaf: Leaf = UNSET) -> str:
+        fields = append_rules.entry_fields({"type": "context_edit", "targetId": target_id, "replacement": replacement})
+        return self._append(session_id, fields, expected_leaf)
+
+    # -- leaf and branches ---------------------------------------------------------------------
+    def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
+        self._request("PUT", self._session_path(session_id, "/leaf"), session_id=session_id,
+                      json={"leafId": entry_id}, headers=self._if_match(expected_leaf))
+
+    def reset_leaf(self, session_id: str, *, expected_leaf: Leaf = UNSET) -> None:
+        self._request("PUT", self._session_path(session_id, "/leaf"), session_id=session_id,
+                      json={"leafId": None}, headers=self._if_match(expected_leaf))
+
+    def branch_with_summary(self, session_id: str, entry_id: str | None, summary: str, *, details: Any = None,
+                            from_hook: bool | None = None, usage: Mapping[str, Any] | None = None,
+                            expected_leaf: Leaf = UNSET) -> str:
+        """As the library's, in two requests (the API has no route for it): the leaf moves to
+        ``entry_id`` (compare-and-set on the leaf left), then the summary is appended there."""
+        leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
+        fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
+        for key, value in (("details", details), ("usage", usage), ("fromHook", from_hook)):
+            if value is not None:
+                fields[key] = value
+        fields = append_rules.entry_fields(fields)
+        if entry_id is None:
+            self.reset_leaf(session_id, expected_leaf=leaf)
+        else:
+            self.branch(session_id, entry_id, expected_leaf=leaf)
+        return self.append_entries(session_id, [fields], expected_leaf=entry_id)[0]
+
+    def fork(self, session_id: str, *, leaf_id: Leaf = UNSET, new_session_id: str | None = None) -> str:
+        body: Json = {}
+        if not isinstance(leaf_id, _Unset):
+            if leaf_id is None:
+                raise errors.InvalidInputError("a fork ends at an entry: leaf_id=None has no route")
+            body["entryId"] = leaf_id
+        if new_session_id is not None:
+            body["id"] = new_session_id
+        return str(self._request("POST", self._session_path(session_id, "/fork"), session_id=session_id,
+                                 json=body).json()["id"])
+
+    # -- compaction ----------------------------------------------------------------------------
+    def plan_compaction(self, session_id: str, *, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+                        leaf_id: Leaf = UNSET) -> CompactionPlan | None:
+        if isinstance(keep_recent_tokens, bool) or not isinstance(keep_recent_tokens, int) or keep_recent_tokens < 0:
+            raise errors.InvalidInputError(f"keep_recent_tokens must be a non-negative int, got {keep_recent_tokens!r}")
+        return plan_compaction(self.path(session_id, leaf_id), keep_recent_tokens=keep_recent_tokens)
+
+    def compact(self, session_id: str, *, summary: str, first_kept_entry_id: str | None = None,
+                tokens_before: int | None = None, details: Any = None, from_hook: bool | None = None,
+                usage: Mapping[str, Any] | None = None, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+                expected_leaf: Leaf = UNSET) -> str:
+        body: Json = {"summary": summary, "keepRecentTokens": keep_recent_tokens}
+        for key, value in (("firstKeptEntryId", first_kept_entry_id), ("tokensBefore", tokens_before),
+                           ("details", details), ("fromHook", from_hook), ("usage", usage)):
+            if value is not None:
+                body[key] = value
+        return str(self._request("POST", self._session_path(session_id, "/compact"), session_id=session_id,
+                                 json=body, headers=self._if_match(expected_leaf)).json()["id"])
+
+    # -- what a remote store cannot do ---------------------------------------------------------
+    def sync(self, *args: Any, **kwargs: Any) -> Any:
+        raise errors.InvalidInputError("sync reads a local pi directory: run it where the server's database is")
+
+    def watch_sync(self, *args: Any, **kwargs: Any) -> Any:
+        raise errors.InvalidInputError("watch_sync reads a local pi directory: run it where the server's"
+                                       " database is")
+
+
+class AsyncRemoteSessionStore:
+    """The async twin of :class:`RemoteSessionStore`: every method is the sync one's, awaited, run in a
+    worker thread (one code path for both; the HTTP connection pool is shared)."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True) -> None:
+        self._store = RemoteSessionStore(base_url, token, timeout=timeout, retries=retries, transport=transport,
+                                         idempotency_keys=idempotency_keys)
+        self.url = self._store.url
+
+    async def close(self) -> None:
+        self._store.close()
+
+    async def aclose(self) -> None:
+        self._store.close()
+
+    async def __aenter__(self) -> AsyncRemoteSessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._store.close()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._store, name)
+        if not callable(method):
+            return method
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call

@@ -1,0 +1,157 @@
+"""The remote client against a real ``sessionstore serve`` over TCP: writes, errors back to the
+library's classes, and retries through a proxy that cuts every first answer (each entry stored once)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from sessionstore.api import SessionStore
+from sessionstore.client import AsyncRemoteSessionStore, RemoteSessionStore, error_from_problem
+from sessionstore.errors import (
+    DuplicateIdError,
+    EntryNotFoundError,
+    InvalidInputError,
+    LeafConflictError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from tests.builders import assistant, user
+from tests.service.conftest import Server
+
+
+@pytest.fixture(scope="module")
+def remote(no_auth_server: Server) -> Iterator[RemoteSessionStore]:
+    with RemoteSessionStore(no_auth_server.base_url) as store:
+        yield store
+
+
+def test_typed_appends_store_what_the_library_stores(remote: RemoteSessionStore, no_auth_server: Server) -> None:
+    sid = remote.create_session(cwd="/w")
+    ids = [remote.append_message(sid, user("hi")), remote.append_message(sid, assistant("hello")),
+           remote.append_session_info(sid, "name")]
+    with SessionStore(no_auth_server.url) as local:
+        assert [e["id"] for e in local.path(sid)] == ids
+        assert local.leaf(sid) == ids[-1]
+        assert local.session(sid).name == "name"
+
+
+def test_problems_come_back_as_the_library_errors(remote: RemoteSessionStore) -> None:
+    sid = remote.create_session(cwd="/w", session_id="errs/1")
+    with pytest.raises(SessionExistsError):
+        remote.create_session(cwd="/w", session_id="errs/1")
+    assert remote.create_session(cwd="/w", session_id="errs/1", exist_ok=True) == sid
+    first = remote.append_message(sid, user("a"))
+    remote.append_message(sid, user("b"))
+    with pytest.raises(LeafConflictError) as raised:
+        remote.append_message(sid, user("c"), expected_leaf=first)
+    assert raised.value.actual != first
+    with pytest.raises(InvalidInputError, match="toolCallId"):
+        remote.append_message(sid, {"role": "toolResult", "toolName": "x", "content": [], "isError": False,
+                                    "timestamp": 1})
+    with pytest.raises(DuplicateIdError):
+        remote.append_message(sid, user("other"), entry_id=first)
+    with pytest.raises(EntryNotFoundError):
+        remote.branch(sid, "nope")
+    with pytest.raises(SessionNotFoundError):
+        remote.delete_session("no such session")
+
+
+def test_error_from_problem_keeps_the_attributes() -> None:
+    exc = error_from_problem(412, {"code": "LEAF_CONFLICT", "storeCode": "LEAF_CONFLICT", "currentLeafId": "ab",
+                                   "detail": "moved"}, "s")
+    assert isinstance(exc, LeafConflictError) and exc.actual == "ab" and exc.session_id == "s"
+
+
+class CuttingProxy:
+    """Forwards each connection to the server; of every request it forwards, the first answer is cut
+    (the connection closed before a byte of it reaches the client), so the client must retry."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut = 0
+        self.seen: set[bytes] = set()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        with client, socket.create_connection(("127.0.0.1", self.target)) as upstream:
+            client.settimeout(2.0)
+            try:
+                request = client.recv(1 << 20)
+                while b"\r\n\r\n" in request and _missing(request) > 0:
+                    request += client.recv(1 << 20)
+            except OSError:
+                return
+            upstream.sendall(request)
+            answer = b""
+            upstream.settimeout(10.0)
+            while b"\r\n\r\n" not in answer or _missing(answer) > 0:
+                chunk = upstream.recv(1 << 20)
+                if not chunk:
+                    break
+                answer += chunk
+            if request not in self.seen and request.startswith((b"POST", b"PUT")):
+                self.seen.add(request)
+                self.cut += 1
+                return  # (the server did the work; the client never hears of it)
+            client.sendall(answer)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _missing(message: bytes) -> int:
+    head, _, body = message.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value) - len(body)
+    return 0
+
+
+def test_every_entry_is_stored_exactly_once_when_every_first_answer_is_lost(no_auth_server: Server) -> None:
+    port = int(no_auth_server.base_url.rsplit(":", 1)[1])
+    proxy = CuttingProxy(port)
+    try:
+        with RemoteSessionStore(f"http://127.0.0.1:{proxy.port}", retries=3) as store:
+            store._http.headers["Connection"] = "close"
+            sid = store.create_session(cwd="/retry")
+            ids = [store.append_message(sid, user(f"m{n}")) for n in range(5)]
+            ids += store.append_entries(sid, [{"type": "custom", "customType": "c", "data": n} for n in range(3)])
+        assert proxy.cut == 7  # (the create, five appends and one batch: each stored by its first attempt)
+        with SessionStore(no_auth_server.url) as local:
+            stored = [e["id"] for e in local.entries(sid)]
+            assert stored == ids
+            assert len([s for s in local.list_sessions(cwd="/retry")]) == 1
+    finally:
+        proxy.close()
+
+
+def test_the_async_twin_awaits_the_same_calls(no_auth_server: Server) -> None:
+    async def run() -> list[str]:
+        async with AsyncRemoteSessionStore(no_auth_server.base_url) as store:
+            sid = await store.create_session(cwd="/async")
+            return [await store.append_message(sid, user("x")), sid]
+
+    entry_id, sid = asyncio.run(run())
+    with SessionStore(no_auth_server.url) as local:
+        assert local.leaf(sid) == entry_id
+
+
+def test_sync_is_refused_with_a_reason(remote: RemoteSessionStore) -> None:
+    with pytest.raises(InvalidInputError, match="local pi directory"):
+        remote.sync()
