@@ -799,7 +799,8 @@ class SessionStore:
                      on_cycle=on_cycle)
 
 
-__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]
+__all__ = ["DEFAULT_TENANT", "ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode",
+           "message_to_wire"]
 
 
 def _selected_model_key(entry: Mapping[str, Any]) -> str | None:
