@@ -746,7 +746,8 @@ def context_of(
     )
 
 
-__all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]
+__all__ = ["DEFAULT_TENANT", "ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode",
+           "message_to_wire"]
 
 
 def _batch_check(view: AppendView, entry: Json) -> None:

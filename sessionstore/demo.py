@@ -14,11 +14,10 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from sessionstore.api import ContextResult, SessionStore
+from sessionstore.api import DEFAULT_TENANT, ContextResult, SessionStore
 from sessionstore.models.messages import user_message
 from sessionstore.provider import FixtureProviderAdapter, ProviderChunk, TextDelta, load_fixture
 from sessionstore.recording import ModelInfo, append_tool_result, record_response
-from sessionstore.store.tenant import DEFAULT_TENANT
 
 FIXTURE_NAME = "provider-tool-roundtrip.json"
 MODEL = ModelInfo(api="fixture-replay", provider="fixture", model="course-tool-roundtrip")
