@@ -37,6 +37,8 @@ from sessionstore.store.records import UNSET, _Unset
 from sessionstore.store.tenant import DEFAULT_TENANT, ENV_TENANT, check_tenant
 from sessionstore.validate import ERROR_CODES
 from sessionstore.views import (
+    compaction_plan,
+    context_payload,
     import_exists_item,
     import_failed_item,
     import_item,
@@ -841,13 +843,9 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
     else:
         session_id = ctx.session_id(session)
     if as_payload:
-        from sessionstore.cli.payload_cmd import payload_of
-
-        result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
-        context_of: dict[str, Any] = {"messages": result.llm}
-        if system_prompt is not None:
-            context_of["systemPrompt"] = system_prompt
-        emit_json(payload_of(context_of, provider=str(provider), model=str(model_id)))
+        emit_json(context_payload(ctx.store, session_id, provider=str(provider), model=str(model_id),
+                                        leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe,
+                                        system_prompt=system_prompt))
         return
     if as_json:  # streamed: the same bytes as emit_json(result.to_json()), in bounded memory
         with binary_stdout() as out:
@@ -1416,14 +1414,14 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
     """Compact the history before a cut that keeps about --keep-recent-tokens."""
     sid = ctx.session_id(session)
     if plan_only:
+        if as_json:
+            emit_json(compaction_plan(ctx.store, sid, keep_recent_tokens))
+            return
         from sessionstore.context.compaction import plan_or_reason
 
         plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
         if isinstance(plan, str):  # an answer, not a failure: the plan is that there is nothing to do
-            emit_json({"compact": False, "reason": plan}) if as_json else say(f"nothing to compact: {plan}")
-            return
-        if as_json:
-            emit_json({"compact": True, **plan.to_json()})
+            say(f"nothing to compact: {plan}")
             return
         say(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
         say(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "

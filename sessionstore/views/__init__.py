@@ -12,6 +12,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from sessionstore.errors import InvalidInputError
+from sessionstore.store.records import UNSET
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
@@ -59,3 +61,45 @@ def import_exists_item(session_id: str, *, file: str = "-") -> Json:
 def import_failed_item(message: str, *, file: str = "-") -> Json:
     """A file whose import failed, with the one line that says why."""
     return {"file": file, "status": "failed", "error": message}
+
+
+def payload_of(context: Any, *, provider: str, model: str) -> Any:
+    """The payload for ``context`` (a pi-ai ``Context`` mapping, ``context --json``'s output, or a
+    ``ContextResult``), after the provider messages' shapes are checked: a message of a bad shape or
+    of a role pi-ai does not send is refused naming it (``InvalidInputError``), never fed to the builders
+    (linkage findings are not: pi-ai repairs an unanswered call itself; nor is null content: pi-ai reads
+    it as [])."""
+    from sessionstore.payloads import build_payload, context_parts
+    from sessionstore.payloads.transform import with_content
+    from sessionstore.validate import SHAPE_CODES, validate_transcript
+
+    messages, _prompt, _tools = context_parts(context)
+    errors = [d for d in validate_transcript([with_content(m) for m in messages]) if d.code in SHAPE_CODES]
+    if errors:
+        first = errors[0]
+        where = f"messages[{first.message_index}]" if first.message_index is not None else "messages"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InvalidInputError(f"{where}: {first.code}: {first.message}{more}")
+    return build_payload(context, provider=provider, model=model)
+
+
+def context_payload(store: SessionStore, session_id: str, *, provider: str, model: str, leaf_id: Any = UNSET,
+                    provider_safe: bool = False, system_prompt: str | None = None) -> Any:
+    """``context --payload``'s value: the request body pi-ai sends for the session's context at the leaf
+    (or ``leaf_id``), with ``system_prompt`` when given."""
+    result = store.context(session_id, leaf_id=leaf_id, provider_safe=provider_safe)
+    context_of: Json = {"messages": result.llm}
+    if system_prompt is not None:
+        context_of["systemPrompt"] = system_prompt
+    return payload_of(context_of, provider=provider, model=model)
+
+
+def compaction_plan(store: SessionStore, session_id: str, keep_recent_tokens: int) -> Json:
+    """``compact --plan --json``'s value: ``{"compact": true, ...the plan}``, or ``{"compact": false,
+    "reason"}`` when there is nothing to compact (an answer, not a failure)."""
+    from sessionstore.context.compaction import plan_or_reason
+
+    plan = plan_or_reason(store.path(session_id), keep_recent_tokens=keep_recent_tokens)
+    if isinstance(plan, str):
+        return {"compact": False, "reason": plan}
+    return {"compact": True, **plan.to_json()}
