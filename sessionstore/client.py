@@ -35,7 +35,7 @@ from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, Session
 from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire
 from sessionstore.store.entry_store import new_header
-from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, _Unset
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumpb
@@ -317,6 +317,20 @@ class RemoteSessionStore:
                 else:
                     labels.pop(target, None)
         return labels
+
+    def tree(self, session_id: str) -> list[TreeNode]:
+        """pi's ``getTree``, built here from the entries: children in append order, labels resolved,
+        the active path (root..leaf) marked."""
+        entries = self.entries(session_id)
+        labels = self.labels(session_id)
+        active = {e["id"] for e in self.path(session_id)}
+        nodes = {e["id"]: TreeNode(entry=dict(e), label=labels.get(e["id"]), on_active_path=e["id"] in active)
+                 for e in entries}
+        roots: list[TreeNode] = []
+        for e in entries:
+            parent = e.get("parentId")
+            (nodes[parent].children if parent in nodes else roots).append(nodes[e["id"]])
+        return roots
 
     # -- context -------------------------------------------------------------------------------
     def context(self, session_id: str, *, leaf_id: Leaf = UNSET, provider_safe: bool = False,

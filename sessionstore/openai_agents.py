@@ -52,9 +52,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.api import SessionStore
@@ -64,6 +65,11 @@ from sessionstore.models.timestamps import now_ms
 from sessionstore.payloads.response_common import zero_usage
 from sessionstore.payloads.response_openai import _response_item
 from sessionstore.wire.codec import dump_line, json_loads
+
+if TYPE_CHECKING:
+    from sessionstore.client import AsyncRemoteSessionStore, RemoteSessionStore
+
+    AnyRemoteStore = RemoteSessionStore | AsyncRemoteSessionStore
 
 Json = dict[str, Any]
 
@@ -167,7 +173,8 @@ class SessionStoreSession:
     created (with ``cwd``) by the first ``add_items`` if missing. ``provider`` and ``model`` name the model the
     assistant messages are recorded under (the SDK does not tell a session which model answered)."""
 
-    def __init__(self, session_id: str, store: AsyncSessionStore | SessionStore, *, cwd: str = ".",
+    def __init__(self, session_id: str, store: AsyncSessionStore | SessionStore | AnyRemoteStore,
+                 *, cwd: str = ".",
                  provider: str = "openai", model: str = "unknown", session_settings: Any = None) -> None:
         self.session_id = session_id
         self.store = store
@@ -188,7 +195,7 @@ class SessionStoreSession:
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         method = getattr(self.store, name)
-        if isinstance(self.store, AsyncSessionStore):
+        if inspect.iscoroutinefunction(method):  # (AsyncSessionStore, or the remote client's async twin)
             return await method(*args, **kwargs)
         return await asyncio.to_thread(method, *args, **kwargs)
 

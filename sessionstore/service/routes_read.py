@@ -21,7 +21,6 @@ from starlette.responses import Response, StreamingResponse
 from sessionstore import views
 from sessionstore.api import SessionStore
 from sessionstore.catalog.defaults import HITS_PER_SESSION
-from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.service import bodies
 from sessionstore.service.deps import ReaderStore
@@ -242,11 +241,6 @@ async def payload(session_id: str, store: ReaderStore, provider: str, model: str
                   provider_safe: Annotated[bool, Query(alias="providerSafe")] = False,
                   system_prompt: Annotated[str | None, Query(alias="systemPrompt")] = None) -> Response:
     """The request body pi-ai 1.6 sends for the context: ``context --payload``."""
-    def build() -> Any:
-        try:
-            return views.context_payload(store, session_id, provider=provider, model=model, leaf_id=_leaf(leaf),
-                                         provider_safe=provider_safe, system_prompt=system_prompt)
-        except (KeyError, ValueError) as exc:  # (an unknown provider or model: the caller's input)
-            raise InvalidInputError(str(exc)) from None
-
-    return _json(await run_in_threadpool(build))
+    return _json(await run_in_threadpool(lambda: views.context_payload(
+        store, session_id, provider=provider, model=model, leaf_id=_leaf(leaf), provider_safe=provider_safe,
+        system_prompt=system_prompt)))

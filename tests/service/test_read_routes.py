@@ -155,3 +155,17 @@ def test_entries_are_the_stored_lines_after_a_seq(http: httpx.Client, no_auth_se
     done = http.get(path_of("read-c") + "/entries", params={"after": len(lines) - 1})
     assert done.content == b"" and done.headers["x-last-seq"] == str(len(lines) - 1)
     assert http.get(path_of("no such session") + "/entries").status_code == 404
+
+
+@pytest.mark.parametrize(("route", "status", "code"), [
+    ("/payload?provider=nope&model=x", 422, "INVALID_INPUT"),
+    ("/payload?provider=anthropic&model=nope", 422, "INVALID_INPUT"),
+    ("/context?leaf=deadbeef", 404, "NOT_FOUND"),
+    ("/payload?provider=anthropic&model=claude-opus-4-5&leaf=deadbeef", 404, "NOT_FOUND"),
+    ("/export?format=pdf", 422, "INVALID_INPUT"),
+    ("/entries?after=x", 422, "INVALID_INPUT"),
+])
+def test_bad_queries_are_problems(http: httpx.Client, route: str, status: int, code: str) -> None:
+    response = http.get(path_of("read-a") + route)
+    assert response.status_code == status, response.text
+    assert response.json()["code"] == code and "Traceback" not in response.text

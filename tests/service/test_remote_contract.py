@@ -61,3 +61,27 @@ def store(no_auth_server: Server) -> Iterator[Any]:
 
 def test_every_exclusion_names_a_test_of_the_suite() -> None:
     assert set(EXCLUDED) <= {name for name in vars(live) if name.startswith("test_")}
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_the_openai_agents_session_keeps_its_items_on_the_remote_store(no_auth_server: Server, twin: str) -> None:
+    import asyncio
+
+    from sessionstore.client import AsyncRemoteSessionStore
+    from sessionstore.openai_agents import SessionStoreSession
+
+    items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+
+    async def run() -> list[Any]:
+        store: Any = (RemoteSessionStore(no_auth_server.base_url) if twin == "sync"
+                      else AsyncRemoteSessionStore(no_auth_server.base_url))
+        session = SessionStoreSession(f"agents-{twin}", store, cwd="/agents")
+        await session.add_items(items)
+        got = await session.get_items()
+        popped = await session.pop_item()
+        rest = await session.get_items()
+        return [got, popped, rest]
+
+    got, popped, rest = asyncio.run(run())
+    assert [i["content"] for i in got] == ["hi", "hello"]
+    assert popped["content"] == "hello" and [i["content"] for i in rest] == ["hi"]
