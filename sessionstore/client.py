@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import io
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -32,6 +31,7 @@ from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, Compacti
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.timestamps import now_iso
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.protocol import etag, segment
 from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire
 from sessionstore.store.entry_store import new_header
@@ -117,17 +117,6 @@ def session_info_from_json(item: Mapping[str, Any]) -> SessionInfo:
                        source_path=item.get("sourcePath"), active_ms=ms(item.get("active")))
 
 
-def segment(value: str) -> str:
-    """An id as one path segment (``/`` as ``%2F``; ``.`` and ``..`` as ``%2E``, which httpx would
-    otherwise resolve as dot segments)."""
-    quoted = urllib.parse.quote(value, safe="")
-    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
-
-
-def etag(leaf_id: str | None) -> str:
-    from sessionstore.service.bodies import etag as server_etag  # (one home for the ETag's encoding)
-
-    return server_etag(leaf_id)
 
 
 class RemoteSessionStore:

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.html_export import ScriptSafeWriter, script_safe, write_session_html
 from sessionstore.cli.main import cli
+from sessionstore.views.html_export import ScriptSafeWriter, script_safe, write_session_html
 from sessionstore.wire.jsjson import js_dumpb
 from tests.builders import assistant, entry, msg, result, user
 from tests.paths import FIXTURES, PI_FILES, ROOT
@@ -155,8 +155,8 @@ def test_cli_export_html_to_a_file_and_to_stdout(sqlite_url: str, tmp_path: Path
 @pytest.mark.slow
 def test_the_page_assets_ship_in_the_wheel() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    patterns = declared["sessionstore.cli"]
-    assets = sorted(p.name for p in (ROOT / "sessionstore" / "cli" / "html").iterdir())
+    patterns = declared["sessionstore.views"]
+    assets = sorted(p.name for p in (ROOT / "sessionstore" / "views" / "html").iterdir())
     assert assets == ["viewer.css", "viewer.html", "viewer.js"]
     assert all(any(Path("html", name).match(pattern) for pattern in patterns) for name in assets)
 

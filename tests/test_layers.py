@@ -26,9 +26,13 @@ ALLOWED: dict[str, set[str]] = {
     "aio": {"errors", "models", "validate", "store", "context", "catalog", "api"},
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
+    "protocol": set(),
+    "service": {"errors", "models", "wire", "validate", "store", "context", "catalog", "payloads", "api", "views",
+                "protocol"},
+    "client": {"errors", "models", "wire", "validate", "store", "context", "catalog", "api", "protocol"},
     "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads",
-            "views"},
-    "openai_agents": {"errors", "models", "wire", "api", "aio", "payloads"},
+            "views", "service", "client"},
+    "openai_agents": {"errors", "models", "wire", "api", "aio", "payloads", "client"},
     "__init__": {"aio", "api", "models", "validate", "errors", "store", "catalog"},
 }
 

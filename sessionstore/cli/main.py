@@ -932,7 +932,7 @@ def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
 
     def produce(fp: IO[bytes]) -> int:
         if as_html:
-            from sessionstore.cli.html_export import write_session_html  # lazily: only --html needs it
+            from sessionstore.views.html_export import write_session_html  # lazily: only --html needs it
 
             return write_session_html(ctx.store, session_id, fp)
         return ctx.store.export_jsonl(session_id, fp)

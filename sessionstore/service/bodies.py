@@ -11,6 +11,8 @@ from fastapi import Request
 from starlette.convertors import Convertor, register_url_convertor
 
 from sessionstore.api import Leaf
+from sessionstore.protocol import etag as etag  # (re-exported: the routes write bodies.etag)
+from sessionstore.protocol import etag_unquote
 from sessionstore.service.problems import ProblemError
 from sessionstore.store.records import UNSET
 from sessionstore.wire.codec import LineRefused, parse_line
@@ -78,20 +80,6 @@ def expected_leaf(request: Request) -> Leaf:
         raise ProblemError(400, "INVALID_INPUT", 'If-Match must be an ETag in quotes: "<leafId>" or "root"')
     inner = tag[1:-1]
     return None if inner == "root" else etag_unquote(inner)
-
-
-ETAG_SAFE = "!#$&'()*+,-./:;<=>?@[]^_`{|}~"
-"""The printable ASCII an ETag holds as it is (all but ``"``, ``\\``, ``%`` and space)."""
-
-
-def etag(leaf_id: str | None) -> str:
-    """A session's ETag: ``"<leafId>"``, or ``"root"`` while it has no entries. Characters an ETag cannot
-    hold (``"``, ``\\``, controls, non-ASCII, ``%``) are percent-encoded."""
-    return '"root"' if leaf_id is None else '"' + urllib.parse.quote(leaf_id, safe=ETAG_SAFE) + '"'
-
-
-def etag_unquote(inner: str) -> str:
-    return urllib.parse.unquote(inner, errors="strict")
 
 
 class IdConvertor(Convertor[str]):

@@ -169,7 +169,7 @@ async def export_session(session_id: str, store: ReaderStore,
                          format: Literal["jsonl", "html"] = "jsonl") -> Response:
     """The session as ``export`` writes it (JSONL, byte for byte) or ``export --html``'s page."""
     if format == "html":
-        from sessionstore.cli.html_export import page_policy, write_session_html
+        from sessionstore.views.html_export import page_policy, write_session_html
 
         headers = {**HTML_HEADERS, "Content-Security-Policy": page_policy()}
         return await _streamed(lambda fp: write_session_html(store, session_id, fp), "text/html; charset=utf-8",

@@ -82,7 +82,7 @@ class ScriptSafeWriter:
 
 
 def _asset(name: str) -> str:
-    return resources.files("sessionstore.cli").joinpath("html", name).read_text(encoding="utf-8")
+    return resources.files("sessionstore.views").joinpath("html", name).read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:
