@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import Response
 
 from sessionstore.api import SessionStore
-from sessionstore.errors import InvalidInputError, LeafConflictError
+from sessionstore.errors import InvalidInputError
 from sessionstore.service import bodies
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
@@ -231,14 +231,7 @@ async def delete_session(session_id: str, request: Request, store: WriterStore) 
     """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
     expected = bodies.expected_leaf(request)
 
-    def delete() -> None:
-        if expected is not UNSET:
-            actual = store.leaf(session_id)
-            if actual != expected:
-                raise LeafConflictError(session_id, expected if isinstance(expected, str) else None, actual)
-        store.delete_session(session_id)
-
-    await run_in_threadpool(delete)
+    await run_in_threadpool(store.delete_session, session_id, expected_leaf=expected)
     return Response(status_code=204)
 
 
