@@ -45,7 +45,7 @@ def run_migrations_online() -> None:
         raise SystemExit("no database URL: pass -x url=... or set SESSIONSTORE_DB")
     engine = make_engine(url)
     try:
-        with engine.connect().execution_options(**WRITE) as conn, conn.begin():
+        with engine.connect().execution_options(**WRITE) as conn, migrate.foreign_keys_off(conn), conn.begin():
             migrate.lock_schema(conn)
             migrate.adopt_legacy_version(conn)
             run_migrations_on(conn)

@@ -60,7 +60,8 @@ from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
-from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode
+from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 
 if TYPE_CHECKING:
@@ -354,12 +355,17 @@ class AsyncSessionStore:
     same name, on psycopg's async connections on the caller's loop (PostgreSQL) or on the store's worker
     thread (SQLite); see the module's documentation for concurrency, cancellation and callbacks.
     ``workers``: calls in flight at once (default: 4 on PostgreSQL, 1 on SQLite, whose calls run on that
-    many threads)."""
+    many threads). ``tenant``: whose sessions it sees (``SessionStore``'s); :meth:`for_tenant` gives
+    another tenant's store on the same database and workers."""
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True, workers: int | None = None) -> None:
+                 create: bool = True, workers: int | None = None, tenant: str = DEFAULT_TENANT) -> None:
         from sessionstore.store.location import default_url
 
+        self.tenant = check_tenant(tenant)
+        """The tenant whose sessions this store sees."""
+        self._owner: AsyncSessionStore | None = None
+        """The store that opened the database, for a view of another tenant (:meth:`for_tenant`)."""
         on_loop = _backend_name(url) == "postgresql"
         count = (POSTGRES_WORKERS if on_loop else 1) if workers is None else workers
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -377,12 +383,12 @@ class AsyncSessionStore:
                 from sessionstore.store.entry_store import EntryStore
 
                 return SessionStore._over(EntryStore(url, durability=durability, upgrade=upgrade, create=create,
-                                                     on_event_loop=True))
+                                                     on_event_loop=True, tenant=tenant))
 
             self._runner = _OnLoop(open_on_loop, count)
         else:
-            self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade, create=create),
-                                   count)
+            self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade, create=create,
+                                                         tenant=tenant), count)
         self._closed = False
         self._watches: set[_Stop] = set()
         """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""
@@ -391,7 +397,22 @@ class AsyncSessionStore:
         """``method(store, *args, **kwargs)`` where the store's calls run."""
         if self._closed:
             raise StoreError(_CLOSED)
-        return await self._runner.run(lambda store: method(store, *args, **kwargs))
+        tenant = self.tenant
+        return await self._runner.run(
+            lambda store: method(store if store.tenant == tenant else store.for_tenant(tenant), *args, **kwargs))
+
+    def for_tenant(self, tenant: str) -> AsyncSessionStore:
+        """The store of ``tenant`` on this store's database and workers (cheap: no new engine, no schema
+        check). Closing it stops only its own ``watch_sync`` calls; the database stays open for this
+        store, whose :meth:`close` closes it."""
+        view = AsyncSessionStore.__new__(AsyncSessionStore)
+        view.tenant = check_tenant(tenant)
+        view._owner = self._owner or self
+        view.url, view.workers, view.on_event_loop = self.url, self.workers, self.on_event_loop
+        view._runner = self._runner
+        view._closed = False
+        view._watches = set()
+        return view
 
     async def open(self) -> AsyncSessionStore:
         """Wait until the database is open (the errors of ``SessionStore(url)``, e.g. ``SchemaError``)."""
@@ -412,7 +433,8 @@ class AsyncSessionStore:
         self._closed = True
         for stop in list(self._watches):
             stop.set()
-        await self._runner.close()
+        if self._owner is None:
+            await self._runner.close()
 
     async def aclose(self) -> None:
         """:meth:`close` (the name ``contextlib.aclosing`` calls)."""
@@ -571,8 +593,14 @@ class AsyncSessionStore:
 
     async def append_entries(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
                              expected_leaf: Leaf = UNSET) -> list[str]:
-        """Messages and custom entries as one chain, all or none (``SessionStore.append_entries``)."""
+        """pi v3 entry objects as one chain, all or none (``SessionStore.append_entries``)."""
         return await self._run(SessionStore.append_entries, session_id, list(entries), expected_leaf=expected_leaf)
+
+    async def append_entries_detailed(self, session_id: str, entries: Iterable[Mapping[str, Any]], *,
+                                      expected_leaf: Leaf = UNSET) -> AppendResult:
+        """``SessionStore.append_entries_detailed``: ids and parents, the leaf, and whether it wrote."""
+        return await self._run(SessionStore.append_entries_detailed, session_id, list(entries),
+                               expected_leaf=expected_leaf)
 
     async def append_custom_message(self, session_id: str, custom_type: str, content: str | list[Any], *,
                                     display: bool = True, details: Any = None, expected_leaf: Leaf = UNSET) -> str:

@@ -10,7 +10,6 @@ validation, projection and compaction planning.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +27,19 @@ from sessionstore.context.compaction import (
 )
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
-from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
+from sessionstore.errors import EntryNotFoundError, InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models import js
-from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.roles import BUILTIN_ROLES, known_roles
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.store import append_rules
+from sessionstore.store.append_rules import message_to_wire, plain_json
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
-from sessionstore.store.records import UNSET, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
-from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 
 if TYPE_CHECKING:
     # (the pydantic models are imported where a message or an entry is checked, the search and stats
@@ -53,15 +53,6 @@ if TYPE_CHECKING:
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
-_LINE_BREAKS = re.compile(r"[\r\n]+")
-
-
-def _plain_json(value: Any, path: str) -> Any:
-    """A deep copy of ``value`` that is plain JSON data (``InvalidInputError`` naming ``path`` if not)."""
-    try:
-        return thaw(freeze_json(value, path))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(str(exc)) from None
 
 
 @dataclass(slots=True)
@@ -96,38 +87,6 @@ class ContextResult:
         }
 
 
-def message_to_wire(message: WireModel | AgentMessageDict | Mapping[str, Any]) -> AgentMessageDict:
-    """Wire data of a message: a model's ``to_wire()``, or a deep copy of a mapping whose known role
-    must have the right shape (unknown roles are kept as opaque data)."""
-    from pydantic import ValidationError
-
-    from sessionstore.models.content import WireModel
-    from sessionstore.models.messages import parse_agent_message
-    from sessionstore.wire.jsonl import format_validation_error
-
-    if isinstance(message, WireModel):
-        return cast(AgentMessageDict, message.to_wire())
-    if not isinstance(message, Mapping):
-        raise InvalidInputError(f"a message must be a mapping or a message model, got {type(message).__name__}")
-    too_deep = InvalidInputError(f"a message nested deeper than {MAX_JSON_DEPTH} levels (or holding itself)")
-    try:  # a deep copy through the line pi would write, which also proves the message is plain JSON data
-        text = dump_line(dict(message), finite_only=True)
-    except RecursionError:
-        raise too_deep from None
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"a message must be plain JSON data: {exc}") from None
-    if text.count(b"[") + text.count(b"{") > MAX_JSON_DEPTH and not within_json_depth(message):
-        raise too_deep
-    data: Json = json_loads(text)
-    if not isinstance(data.get("role"), str):
-        raise InvalidInputError("a message needs a string 'role'")
-    try:
-        parse_agent_message(data)
-    except ValidationError as exc:
-        raise InvalidInputError(f"bad {data['role']!r} message: {format_validation_error(exc)}") from None
-    return cast(AgentMessageDict, data)
-
-
 class SessionStore:
     """Sessions in SQLite or PostgreSQL with pi's session-manager operations (pi's names, in snake
     case), import and export of pi's JSONL files, listing, and the context a model call gets.
@@ -139,11 +98,16 @@ class SessionStore:
     schemas only by ``sessionstore db upgrade`` (an outdated one raises ``SchemaError``).
     ``create=False`` opens only an existing database: a missing SQLite file raises ``StoreError`` naming
     it, one without a schema ``SchemaError``, and nothing is created (what a reader wants).
+
+    ``tenant`` (default ``"default"``): whose sessions the store sees; every read, list, search, stats,
+    sync, import, fork and delete is that tenant's only, and another tenant's session is one that does
+    not exist. A name is 1-64 characters of ``A-Z a-z 0-9 . _ -``, not starting with ``.`` or ``-``
+    (else ``InvalidInputError``). :meth:`for_tenant` gives another tenant's store on the same database.
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True) -> None:
-        self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create)
+                 create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+        self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create, tenant=tenant)
         self.url = self._entries.url
 
     @classmethod
@@ -159,6 +123,17 @@ class SessionStore:
     def database(self) -> str:
         """The database's URL, password hidden."""
         return self._entries.database
+
+    @property
+    def tenant(self) -> str:
+        """The tenant whose sessions this store sees."""
+        return self._entries.tenant
+
+    def for_tenant(self, tenant: str) -> SessionStore:
+        """The store of ``tenant`` on this store's database, engine and connections: cheap (no new
+        engine, no schema check; a server makes one per request). Closing it leaves the database open
+        for this store, whose :meth:`close` closes it (the views then fail)."""
+        return SessionStore._over(self._entries.for_tenant(tenant))
 
     def close(self) -> None:
         self._entries.close()
@@ -432,9 +407,7 @@ class SessionStore:
         self, session_id: str, custom_type: str, data: Any = None, *, expected_leaf: Leaf = UNSET
     ) -> str:
         """Extension state; never part of the context."""
-        fields: Json = {"type": "custom", "customType": custom_type}
-        if data is not None:
-            fields["data"] = _plain_json(data, "data")
+        fields = append_rules.entry_fields({"type": "custom", "customType": custom_type, "data": data})
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_custom_message(
@@ -448,56 +421,57 @@ class SessionStore:
         expected_leaf: Leaf = UNSET,
     ) -> str:
         """A message injected by an extension; part of the context as a ``custom`` message."""
-        fields: Json = {
-            "type": "custom_message",
-            "customType": custom_type,
-            "content": _plain_json(content, "content"),
-            "display": display,
-        }
-        if details is not None:
-            fields["details"] = _plain_json(details, "details")
+        fields = append_rules.entry_fields({"type": "custom_message", "customType": custom_type, "content": content,
+                                            "display": display, "details": details})
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_entries(
         self, session_id: str, entries: Iterable[Mapping[str, Any]], *, expected_leaf: Leaf = UNSET
     ) -> list[str]:
-        """Append messages and custom entries as one chain at the leaf, in one transaction: all of them,
-        contiguous (no other writer's entry between them), or none; returns their ids in order. Each is
-        ``{"type": "message", "message": ...}``, checked as :meth:`append_message` checks one, or
-        ``{"type": "custom", "customType": ..., "data": ...}`` as :meth:`append_custom`; anything else,
-        or any invalid one, raises ``InvalidInputError`` before anything is written."""
+        """Append pi v3 entry objects as one chain at the leaf, in one transaction: all of them,
+        contiguous (no other writer's entry between them), or none; returns their ids in order (see
+        :meth:`append_entries_detailed` for the rules)."""
+        return self.append_entries_detailed(session_id, entries, expected_leaf=expected_leaf).ids
+
+    def append_entries_detailed(
+        self, session_id: str, entries: Iterable[Mapping[str, Any]], *, expected_leaf: Leaf = UNSET
+    ) -> AppendResult:
+        """Append pi v3 entry objects of every type a typed append writes (``message`` of any role incl.
+        ``system``, ``custom``, ``custom_message``, ``label``, ``session_info``, ``model_change``,
+        ``thinking_level_change``, ``usage``, ``context_edit``, ``branch_summary``, ``compaction``) as one
+        chain at the leaf, atomically. Each is checked and normalised by the rule its typed append uses
+        (``sessionstore.store.append_rules``); a refusal raises that append's error, its text prefixed
+        with the entry's place (``entries[3]: ...``; a label's or edit's missing target is an
+        ``InvalidInputError``). A non-object, a ``session`` header or an unknown type raises
+        ``InvalidInputError``. ``id`` (a non-empty string), ``parentId`` and ``timestamp`` may be given
+        (see ``EntryStore.append_entries(placed=True)``: a given ``parentId`` must be the leaf or the
+        entry before; the same ids with the same content are a retry that writes nothing, ``written``
+        ``False``; a held id otherwise raises ``DuplicateIdError``). A compaction is stored as given (no
+        planning, no ``systemMessage`` filled in: :meth:`compact` does that)."""
         fields: list[Json] = []
         for index, entry in enumerate(entries):
-            kind = entry.get("type") if isinstance(entry, Mapping) else None
-            if kind == "message" and "message" in entry:
-                fields.append({"type": "message", "message": message_to_wire(entry["message"])})
-            elif kind == "custom":
-                one: Json = {"type": "custom", "customType": entry.get("customType")}
-                if entry.get("data") is not None:
-                    one["data"] = _plain_json(entry["data"], f"entries[{index}].data")
-                fields.append(one)
-            else:
-                raise InvalidInputError(f"entries[{index}]: append_entries takes message and custom entries, "
-                                        f"got {kind!r}")
-        return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf)
+            where = f"entries[{index}]."
+            try:
+                one = append_rules.entry_fields(entry, where=where)
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"entries[{index}]: {exc}") from None
+            one.update((key, entry[key]) for key in append_rules.PLACE_KEYS if key in entry)
+            fields.append(one)
+        return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf,
+                                            check=_batch_check, placed=True)
 
     def append_label(
         self, session_id: str, target_id: str, label: str | None = None, *, expected_leaf: Leaf = UNSET
     ) -> str:
         """Label ``target_id`` (which must exist); no ``label`` clears it."""
-        self.entry(session_id, target_id)
-        fields: Json = {"type": "label", "targetId": target_id}
-        if label is not None:
-            fields["label"] = label
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        fields = append_rules.entry_fields({"type": "label", "targetId": target_id, "label": label})
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
+                                          check=append_rules.check_label)
 
     def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
         """Name the session (the latest name wins; an empty name clears it). As pi 1.6 writes it: every
         run of CR/LF becomes one space, then the name is trimmed."""
-        if not isinstance(name, str):
-            raise InvalidInputError(f"a session name must be a string, got {type(name).__name__}")
-        clean = _LINE_BREAKS.sub(" ", name).strip()
-        fields: Json = {"type": "session_info", "name": clean}
+        fields = append_rules.entry_fields({"type": "session_info", "name": name})
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_usage(
@@ -513,10 +487,8 @@ class SessionStore:
     ) -> str:
         """Model usage outside the conversation (pi 1.6's ``usage`` entry, e.g. ``kind="cache_warm"``):
         counted in the session's totals, never part of the context. ``note`` is written only when truthy."""
-        fields: Json = {"type": "usage", "kind": kind, "provider": provider, "model": model,
-                        "usage": _plain_json(usage, "usage")}
-        if note:
-            fields["note"] = note
+        fields = append_rules.entry_fields({"type": "usage", "kind": kind, "provider": provider, "model": model,
+                                            "usage": usage, "note": note})
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
 
     def append_context_edit(
@@ -534,26 +506,9 @@ class SessionStore:
         The target must be on the active branch and be a ``custom_message`` or a ``message`` of role
         user, assistant or toolResult; anything else is refused with pi's error text. The entry stays
         in the database: the edit is itself an entry, so another branch still sees the original."""
-        if replacement is not None and (
-            not isinstance(replacement, Mapping) or not isinstance(replacement.get("content"), str | list)
-        ):
-            raise InvalidInputError("Context edit replacement must be null or contain string/array content")
-        leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
-        target = self.entry(session_id, target_id)
-        if leaf is None or not self._entries.is_ancestor(session_id, target_id, leaf):
-            raise InvalidInputError(f"Entry {target_id} is not on the active branch")
-        message = target.get("message")
-        role = message.get("role") if target.get("type") == "message" and isinstance(message, dict) else None
-        if target.get("type") != "custom_message" and role not in ("user", "assistant", "toolResult"):
-            raise InvalidInputError(f"Entry {target_id} does not contribute editable model content")
-        stored: Json | None = None
-        if replacement is not None:
-            content = _plain_json(replacement["content"], "replacement.content")
-            if role in ("assistant", "toolResult") and isinstance(content, str):
-                content = [{"type": "text", "text": content}]
-            stored = {"content": content}
-        fields: Json = {"type": "context_edit", "targetId": target_id, "replacement": stored}
-        return self._entries.append_entry(session_id, fields, expected_leaf=leaf)
+        fields = append_rules.entry_fields({"type": "context_edit", "targetId": target_id, "replacement": replacement})
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
+                                          check=append_rules.check_context_edit)
 
     # -- leaf and branches ---------------------------------------------------------------------
     def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
@@ -580,9 +535,9 @@ class SessionStore:
         leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
         fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
         if details is not None:
-            fields["details"] = _plain_json(details, "details")
+            fields["details"] = plain_json(details, "details")
         if usage is not None:
-            fields["usage"] = _plain_json(usage, "usage")
+            fields["usage"] = plain_json(usage, "usage")
         if from_hook is not None:
             fields["fromHook"] = from_hook
         return self._entries.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
@@ -679,9 +634,9 @@ class SessionStore:
             "tokensBefore": tokens_before,
         }
         if details is not None:
-            fields["details"] = _plain_json(details, "details")
+            fields["details"] = plain_json(details, "details")
         if usage is not None:
-            fields["usage"] = _plain_json(usage, "usage")
+            fields["usage"] = plain_json(usage, "usage")
         if from_hook is not None:
             fields["fromHook"] = from_hook
         # pi 1.6 keeps the prompt in force on the compaction: the system messages of the kept range
@@ -698,23 +653,8 @@ class SessionStore:
             CompactionEntry.model_validate({**fields, "id": "x", "parentId": None})
         except ValidationError as exc:
             raise InvalidInputError(f"bad compaction: {format_validation_error(exc)}") from None
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf, check=self._check_first_kept)
-
-    @staticmethod
-    def _check_first_kept(view: AppendView, entry: Json) -> None:
-        first_kept = entry["firstKeptEntryId"]
-        target = view.entry_on_path(first_kept)
-        if target is None:
-            raise InvalidCompactionError(
-                f"firstKeptEntryId {first_kept!r} is not on the path before the compaction"
-                " (pi would silently drop every kept message)"
-            )
-        message = target.get("message")
-        if target.get("type") == "message" and isinstance(message, dict) and message.get("role") == "toolResult":
-            raise InvalidCompactionError(
-                f"firstKeptEntryId {first_kept!r} is a toolResult: the kept part would start with a result"
-                " whose call was summarised away"
-            )
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
+                                          check=append_rules.check_first_kept)
 
     # -- stats ---------------------------------------------------------------------------------
     def stats(self, session_id: str) -> SessionStatsReport:
@@ -785,6 +725,16 @@ class SessionStore:
 
 
 __all__ = ["ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode", "message_to_wire"]
+
+
+def _batch_check(view: AppendView, entry: Json) -> None:
+    """The in-transaction rules of one entry of a generic batch, errors naming its place."""
+    try:
+        append_rules.check_in_transaction(view, entry)
+    except EntryNotFoundError as exc:
+        raise InvalidInputError(f"entries[{view.index}]: {exc}") from None
+    except (InvalidInputError, InvalidCompactionError) as exc:
+        raise type(exc)(f"entries[{view.index}]: {exc}") from None
 
 
 def _selected_model_key(entry: Mapping[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from sessionstore.api import ContextResult, SessionStore
 from sessionstore.models.messages import user_message
 from sessionstore.provider import FixtureProviderAdapter, ProviderChunk, TextDelta, load_fixture
 from sessionstore.recording import ModelInfo, append_tool_result, record_response
+from sessionstore.store.tenant import DEFAULT_TENANT
 
 FIXTURE_NAME = "provider-tool-roundtrip.json"
 MODEL = ModelInfo(api="fixture-replay", provider="fixture", model="course-tool-roundtrip")
@@ -76,10 +77,12 @@ def run_demo(
     fixture: Path | None = None,
     export_dir: Path | None = None,
     say: Callable[[str], None] = print,
+    tenant: str = DEFAULT_TENANT,
 ) -> DemoResult:
-    """Record, branch, fork, compact, export, then resume in a fresh store and return the context."""
+    """Record, branch, fork, compact, export, then resume in a fresh store and return the context
+    (``tenant``'s sessions)."""
     fixture = fixture or bundled_fixture()
-    with SessionStore(url) as store:
+    with SessionStore(url, tenant=tenant) as store:
         say(f"database: {store.database}")
         sid = store.create_session(cwd=str(Path.cwd()))
         store.append_session_info(sid, "sessionstore demo")
@@ -107,7 +110,7 @@ def run_demo(
         partial.replace(target)
         say(f"exported the fork to {target} ({exported} entries)")
 
-    with SessionStore(url) as resumed:  # a fresh store, as a new process would open it
+    with SessionStore(url, tenant=tenant) as resumed:  # a fresh store, as a new process would open it
         context = resumed.context(fork_id)
         say(f"resumed {fork_id} from the database: {len(context.messages)} messages")
     return DemoResult(sid, fork_id, user_entry, answer_entry, summary_entry, compaction_entry, target, exported,

@@ -17,6 +17,7 @@ ErrorCode = Literal[
     "ENTRY_NOT_FOUND",
     "SESSION_EXISTS",
     "ENTRY_ID_TAKEN",
+    "DUPLICATE_ID",
     "LEAF_CONFLICT",
     "INVALID_COMPACTION",
     "SCHEMA_OUTDATED",
@@ -96,6 +97,13 @@ class EntryIdTakenError(InvalidInputError):
     """The session already has an entry with the id given for a new one; nothing was written."""
 
     code = "ENTRY_ID_TAKEN"
+
+
+class DuplicateIdError(EntryIdTakenError):
+    """An append gave an entry id the session already holds with other content (or in another batch);
+    nothing was written. The same ids with the same content are a retry, not this error."""
+
+    code = "DUPLICATE_ID"
 
 
 class LeafConflictError(SessionStoreError):

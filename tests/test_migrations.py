@@ -310,7 +310,7 @@ def test_downgrade_gives_back_the_rows_of_0005_and_upgrading_again_the_same_fact
         before_sessions = conn.execute(text(sessions_query)).all()
     migrate.upgrade(engine)
     config = migrate.alembic_config()
-    with engine.begin() as conn:
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
         config.attributes["connection"] = conn
         command.downgrade(config, "0005")
     with engine.connect() as conn:
@@ -328,8 +328,9 @@ def test_new_session_keys_follow_the_copied_ones(engine: Engine) -> None:
     migrate.upgrade(engine)
     with engine.begin() as conn:
         key = conn.execute(text(
-            "INSERT INTO sessionstore_sessions (id, version, cwd, created, header, entry_count, message_count,"
-            " deleting) VALUES ('new', 3, '/w', 'ts', '{}', 0, 0, FALSE) RETURNING key")).scalar_one()
+            "INSERT INTO sessionstore_sessions (tenant, id, version, cwd, created, header, entry_count,"
+            " message_count, deleting) VALUES ('default', 'new', 3, '/w', 'ts', '{}', 0, 0, FALSE) RETURNING key"
+        )).scalar_one()
         copied = conn.execute(text("SELECT max(key) FROM sessionstore_sessions WHERE id <> 'new'")).scalar_one()
         assert key == copied + 1
 
@@ -657,7 +658,7 @@ def test_revision_0010_gives_every_session_its_activity_time_and_downgrade_drops
     migrate.upgrade(engine)
     assert active() == {"s10": T0 + 50_000, "empty": T0 + 7_000}
     config = migrate.alembic_config()
-    with engine.begin() as conn:
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
         config.attributes["connection"] = conn
         command.downgrade(config, "0009")
     with engine.connect() as conn:
@@ -673,7 +674,7 @@ def test_revision_0011_adds_the_deleted_sources_and_downgrade_drops_them(engine:
     from alembic import command
 
     migrate.upgrade(engine, "0010")
-    migrate.upgrade(engine)
+    migrate.upgrade(engine, "0011")
     with engine.begin() as conn:
         assert "sessionstore_deleted_sources" in inspect(conn).get_table_names()
         for sid in ("a", "b"):
@@ -683,7 +684,7 @@ def test_revision_0011_adds_the_deleted_sources_and_downgrade_drops_them(engine:
         assert conn.execute(text("SELECT path, session_id FROM sessionstore_deleted_sources")).all() == [
             ("/p/x.jsonl", "b")]
     config = migrate.alembic_config()
-    with engine.begin() as conn:
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
         config.attributes["connection"] = conn
         command.downgrade(config, "0010")
     with engine.connect() as conn:
@@ -713,7 +714,7 @@ def test_revision_0012_keeps_new_entries_at_the_end_and_the_header_fixed_and_dow
         with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
             conn.execute(text(statement), params)
     config = migrate.alembic_config()
-    with engine.begin() as conn:
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
         config.attributes["connection"] = conn
         command.downgrade(config, "0011")
     with engine.begin() as conn:

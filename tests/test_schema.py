@@ -64,7 +64,7 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
     fts = {"sessionstore_search_fts", *(f"sessionstore_search_fts_{p}" for p in ("data", "idx", "docsize", "config"))}
     assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries",
                       "sessionstore_usage", "sessionstore_search", "sessionstore_sources",
-                      "sessionstore_deleted_sources", *fts}
+                      "sessionstore_deleted_sources", "sessionstore_tokens", "sessionstore_idempotency", *fts}
     assert {"sessionstore_entries_append_only_update", "sessionstore_entries_append_only_delete",
             "sessionstore_entries_no_replace"} <= triggers
 
@@ -149,7 +149,7 @@ def test_a_database_at_the_base_revision_is_upgraded_on_open(tmp_path: Path) -> 
     url = f"sqlite:///{tmp_path / 'base.db'}"
     SessionStore(url).close()
     engine = make_engine(url)
-    with engine.begin() as conn:
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
         config = migrate.alembic_config()
         config.attributes["connection"] = conn
         command.downgrade(config, "base")
@@ -319,7 +319,7 @@ def test_revision_0004_moves_the_parent_link_to_parent_seq_and_back_keeping_ever
     engine = make_engine(db_url)
     config = migrate.alembic_config()
     try:
-        with engine.begin() as conn:
+        with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
             config.attributes["connection"] = conn
             command.downgrade(config, "0003")
         names = {i["name"] for i in inspect(engine).get_indexes("entries")}
@@ -357,7 +357,8 @@ def _refused_downgrade(db_url: str) -> None:
     engine = make_engine(db_url)
     config = migrate.alembic_config()
     try:
-        with pytest.raises(RuntimeError, match=f"1 payload.*{sid}/{bad}"), engine.begin() as conn:
+        with (pytest.raises(RuntimeError, match=f"1 payload.*{sid}/{bad}"), engine.connect() as conn,
+              migrate.foreign_keys_off(conn), conn.begin()):
             config.attributes["connection"] = conn
             command.downgrade(config, "0001")
         with engine.connect() as conn:
@@ -448,7 +449,7 @@ _ATTACKS: dict[str, tuple[tuple[str, ...], list[str]]] = {
     "mark deleting, delete a leaf, unmark by ON CONFLICT DO UPDATE": (_BOTH, [
         *_DELETE_A_LEAF,
         f"INSERT INTO sessionstore_sessions ({_session_columns(key=False)}) {_copy_of_session(key=False)}"
-        " ON CONFLICT (id) DO UPDATE SET deleting = FALSE"]),
+        " ON CONFLICT (tenant, id) DO UPDATE SET deleting = FALSE"]),
     "delete the session row, keeping its entries": (_BOTH, ["DELETE FROM sessionstore_sessions WHERE id = :sid"]),
     "rename the session away from its entries": (_BOTH, [
         "UPDATE sessionstore_sessions SET id = 'renamed' WHERE id = :sid"]),
@@ -611,13 +612,13 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
     engine = make_engine(store.url)
     config = migrate.alembic_config()
     try:
-        with engine.begin() as conn:
+        with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
             config.attributes["connection"] = conn
             command.downgrade(config, revision)
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0012"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0014"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:

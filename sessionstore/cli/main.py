@@ -34,6 +34,7 @@ from sessionstore.models import js
 from sessionstore.models.timestamps import now_ms
 from sessionstore.store.location import ENV_URL, database_url, default_db_path, default_url
 from sessionstore.store.records import UNSET, _Unset
+from sessionstore.store.tenant import DEFAULT_TENANT, ENV_TENANT, check_tenant
 from sessionstore.validate import ERROR_CODES
 from sessionstore.wire.codec import LineRefused, parse_line
 from sessionstore.wire.jsjson import js_dumpb
@@ -352,9 +353,11 @@ READ_ONLY_COMMANDS = frozenset({"context", "export", "validate", "ls", "tree", "
 
 
 class Ctx:
-    def __init__(self, url: str | None, durability: str, *, create: bool = True) -> None:
+    def __init__(self, url: str | None, durability: str, *, create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
         self.url = url
         self.durability = durability
+        self.tenant = tenant
+        """Whose sessions every command reads and writes (``--tenant``)."""
         self.create = create
         """Whether opening may create the database (a command that writes), or needs it to exist."""
         self._store: SessionStore | None = None
@@ -371,7 +374,7 @@ class Ctx:
                 from sessionstore.api import SessionStore
 
                 self._store = SessionStore(self.url, durability=self.durability,  # type: ignore[arg-type]
-                                           create=self.create)
+                                           create=self.create, tenant=self.tenant)
         return self._store
 
     def session_id(self, given: str) -> str:
@@ -611,13 +614,21 @@ always wins; an ambiguous prefix is refused with its candidates."""
 @click.option("--db", "url", metavar="URL", envvar=ENV_URL, default=None, show_envvar=True,
               help=f"Database URL, or the path of a SQLite file (default: sqlite:///{default_db_path()})."
                    " Commands that only read never create it.")
+@click.option("--tenant", metavar="T", envvar=ENV_TENANT, default=DEFAULT_TENANT, show_envvar=True,
+              show_default=True,
+              help="Whose sessions the command sees: every read, list, search, stats, sync, import and write is"
+                   " this tenant's only (1-64 characters of A-Z a-z 0-9 . _ -).")
 @click.option("--durability", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite synchronous mode: full survives power loss; normal is faster (see README).")
 @click.version_option(package_name="sessionstore")
 @click.pass_context
-def cli(context: click.Context, url: str | None, durability: str) -> None:
+def cli(context: click.Context, url: str | None, tenant: str, durability: str) -> None:
+    try:
+        check_tenant(tenant)
+    except InvalidInputError as exc:
+        fail(f"--tenant: {exc}")
     context.obj = Ctx(None if url is None else command_line_url(url), durability,
-                      create=context.invoked_subcommand not in READ_ONLY_COMMANDS)
+                      create=context.invoked_subcommand not in READ_ONLY_COMMANDS, tenant=tenant)
 
 
 # -- import / export / read -------------------------------------------------------------------
@@ -1487,10 +1498,10 @@ def demo(ctx: Ctx, export_dir: Path | None) -> None:
     compact, export and resume it, and print the context, the tree and the validation report."""
     from sessionstore.demo import run_demo
 
-    result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: say(line))
+    result = run_demo(ctx.url, export_dir=export_dir, say=lambda line: say(line), tenant=ctx.tenant)
     from sessionstore.api import SessionStore
 
-    with SessionStore(ctx.url) as store:
+    with SessionStore(ctx.url, tenant=ctx.tenant) as store:
         say("")
         say(f"== tree of session {result.session_id} ==")
         say(render.render_tree(store.tree(result.session_id)))
@@ -1608,6 +1619,7 @@ from sessionstore.cli.search_cmd import search  # noqa: E402
 from sessionstore.cli.serve_cmd import serve  # noqa: E402
 from sessionstore.cli.stats_cmd import stats  # noqa: E402
 from sessionstore.cli.sync_cmd import sync  # noqa: E402
+from sessionstore.cli.token_cmd import token  # noqa: E402
 
-for command in (payload, search, serve, stats, sync):
+for command in (payload, search, serve, stats, sync, token):
     cli.add_command(command)

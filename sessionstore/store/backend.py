@@ -252,9 +252,9 @@ class EntrySink(Protocol):
 
 
 class Tx(Protocol):
-    """Statements inside one transaction. Methods that write exist on every transaction; a read
-    transaction (``Backend.read``) refuses them in the database (SQLite: a read-only ``BEGIN`` would
-    fail to upgrade; PostgreSQL: ``READ ONLY``)."""
+    """Statements inside one transaction, for one tenant (:class:`Backend`). Methods that write exist
+    on every transaction; a read transaction (``Backend.read``) refuses them in the database (SQLite:
+    a read-only ``BEGIN`` would fail to upgrade; PostgreSQL: ``READ ONLY``)."""
 
     # -- sessions ------------------------------------------------------------------------------
     def head(self, session_id: str, *, lock: bool) -> HeadRow | None:
@@ -427,21 +427,44 @@ class Tx(Protocol):
 
 
 class Backend(Protocol):
-    """A database the entry store runs on: transactions on the driver's connections."""
+    """A database the entry store runs on: transactions on the driver's connections, each for one
+    tenant (its statements find, list and insert that tenant's sessions and sources only)."""
 
     name: str
     """The database's name, for messages (``sqlite``, ``postgresql``)."""
 
-    def read(self) -> AbstractContextManager[Tx]:
+    def read(self, *, tenant: str) -> AbstractContextManager[Tx]:
         """A read transaction: its statements see one snapshot of the database."""
         ...
 
-    def write(self, *, bulk: bool = False) -> AbstractContextManager[Tx]:
+    def write(self, *, tenant: str, bulk: bool = False) -> AbstractContextManager[Tx]:
         """A write transaction, committed when the block ends, rolled back when it raises. ``bulk``:
         an import (many rows through ``Tx.bulk_sink``)."""
         ...
 
     def close(self) -> None: ...
+
+
+class TenantBackend:
+    """One tenant's transactions on a shared :class:`Backend`: what the entry store and the catalog
+    open (``read()``, ``write()``), so that no statement runs without the tenant. Closing it closes
+    the shared backend only when it owns it (the store that opened the database)."""
+
+    def __init__(self, shared: Backend, tenant: str, *, owner: bool) -> None:
+        self.shared = shared
+        self.tenant = tenant
+        self.name = shared.name
+        self._owner = owner
+
+    def read(self) -> AbstractContextManager[Tx]:
+        return self.shared.read(tenant=self.tenant)
+
+    def write(self, *, bulk: bool = False) -> AbstractContextManager[Tx]:
+        return self.shared.write(tenant=self.tenant, bulk=bulk)
+
+    def close(self) -> None:
+        if self._owner:
+            self.shared.close()
 
 
 class UsageSum(NamedTuple):

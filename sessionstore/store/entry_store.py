@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self
 
 from sessionstore.errors import (
+    DuplicateIdError,
     EntryIdTakenError,
     EntryNotFoundError,
     InvalidInputError,
@@ -32,7 +33,6 @@ from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso, now_ms
 from sessionstore.store.backend import (
-    Backend,
     EntryBrief,
     EntryRow,
     EntrySink,
@@ -42,6 +42,7 @@ from sessionstore.store.backend import (
     SearchRow,
     SessionRow,
     SourceRow,
+    TenantBackend,
     Tx,
     entry_row,
     search_row,
@@ -53,6 +54,7 @@ from sessionstore.store.location import default_url
 from sessionstore.store.records import (
     LIST_ORDERS,
     UNSET,
+    AppendResult,
     ContextSlice,
     ImportResult,
     LabelState,
@@ -73,6 +75,7 @@ from sessionstore.store.sources import (
     new_prefix_hasher,
     split_check,
 )
+from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.migrate import CURRENT_VERSION
@@ -113,10 +116,16 @@ class AppendView:
     """What a check of an append (``EntryStore.append_entry(check=...)``) may read inside the append's
     transaction, before anything is written."""
 
-    def __init__(self, tx: Tx, head: SessionHead, parent: NodeFacts | None) -> None:
+    def __init__(self, tx: Tx, head: SessionHead, parent: NodeFacts | None, index: int = 0) -> None:
         self._tx = tx
         self.head = head
         self._parent = parent
+        self.index = index
+        """The checked entry's place in its batch (0 for a single append)."""
+
+    def facts(self, entry_id: str) -> NodeFacts | None:
+        """The facts of ``entry_id`` anywhere in the session (earlier entries of the batch included)."""
+        return self._tx.facts(self.head.key, to_db(entry_id))
 
     def facts_on_path(self, entry_id: Any) -> NodeFacts | None:
         """The facts of ``entry_id`` when it is on the path the new entry extends (its parent's), else ``None``."""
@@ -148,18 +157,23 @@ class EntryStore:
     (``delete_session`` aside). SQLite databases that are new or behind are upgraded on open;
     PostgreSQL schemas are upgraded only by ``sessionstore db upgrade`` (an outdated one raises
     :class:`~sessionstore.errors.SchemaError`). ``on_event_loop``: see :func:`~sessionstore.store.engine.make_engine`.
+    ``tenant``: whose sessions it sees (:mod:`sessionstore.store.tenant`); :meth:`for_tenant` gives
+    another tenant's on the same connections.
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 on_event_loop: bool = False, create: bool = True) -> None:
+                 on_event_loop: bool = False, create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+        self.tenant = check_tenant(tenant)
         self.url = url or default_url()
         self._durability: Durability = durability
         self._engine: Engine | None = None
+        self._owner: EntryStore | None = None
+        """The store that opened the database, for a view of another tenant (:meth:`for_tenant`)."""
         opened = None if on_event_loop or upgrade else open_current_sqlite(self.url, durability)
         self._file_url: str | None = None
         """The absolute URL of a SQLite file opened without SQLAlchemy."""
         if opened is not None:  # an existing SQLite file at the current schema: no SQLAlchemy
-            self.backend: Backend = opened[0]
+            self.backend = TenantBackend(opened[0], self.tenant, owner=True)
             self._file_url = opened[1]
             return
         from sessionstore.store import migrate
@@ -180,12 +194,29 @@ class EntryStore:
             engine.dispose()
             raise
         self._engine = engine
-        self.backend = open_backend(engine)
+        self.backend = TenantBackend(open_backend(engine), self.tenant, owner=True)
+
+    def for_tenant(self, tenant: str) -> EntryStore:
+        """The store of ``tenant`` on this one's database and connections (no new engine, no schema
+        check). Closing it leaves them open: they are this store's (whose close closes them)."""
+        name = check_tenant(tenant)
+        owner = self._owner or self
+        view = EntryStore.__new__(EntryStore)
+        view.tenant = name
+        view.url = self.url
+        view._durability = self._durability
+        view._engine = None
+        view._owner = owner
+        view._file_url = self._file_url
+        view.backend = TenantBackend(self.backend.shared, name, owner=False)
+        return view
 
     @property
     def engine(self) -> Engine:
         """SQLAlchemy's engine on the database (made on first use, for the file opened, when it was opened
         without SQLAlchemy)."""
+        if self._owner is not None:
+            return self._owner.engine
         if self._engine is None:
             assert self._file_url is not None
             self._engine = make_engine(self._file_url, durability=self._durability)
@@ -199,7 +230,7 @@ class EntryStore:
         return self.engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
-        self.backend.close()
+        self.backend.close()  # (a view of another tenant closes nothing: see for_tenant)
         if self._engine is not None:
             self._engine.dispose()
 
@@ -800,15 +831,35 @@ class EntryStore:
         has raises :class:`EntryIdTakenError`."""
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
-        return self._append(session_id, [fields], expected_leaf, parent_id, entry_id, check)[0]
+        return self._append(session_id, [fields], expected_leaf, parent_id, entry_id, check).entries[0][0]
 
     def append_entries(
-        self, session_id: str, fields: Sequence[Json], *, expected_leaf: str | _Unset | None = UNSET
-    ) -> list[str]:
+        self, session_id: str, fields: Sequence[Json], *, expected_leaf: str | _Unset | None = UNSET,
+        check: AppendCheck | None = None, placed: bool = False,
+    ) -> AppendResult:
         """Append entries as a chain at the leaf (each the child of the one before), in one transaction:
         all of them, contiguous in the session's order, or (on any error, a cancelled call included)
-        none. Each is checked as :meth:`append_entry` checks one; returns their ids in order."""
-        return self._append(session_id, fields, expected_leaf, UNSET, None, None) if fields else []
+        none. Each is checked as :meth:`append_entry` checks one (``check`` runs for each, in the
+        transaction, with ``AppendView.index`` its place).
+
+        ``placed``: each of ``fields`` may carry its own ``id`` (a non-empty string), ``parentId`` and
+        ``timestamp``. A given ``parentId`` must be the leaf (first entry) or the entry before it in the
+        batch, else :class:`LeafConflictError` with the current leaf. Given ids make the call idempotent:
+        when every entry has a given id that the session holds with the line this call would store (an
+        omitted ``parentId`` or ``timestamp`` compares as the stored one), nothing is written and the
+        result has ``written=False`` (this is checked before ``expected_leaf``, which a first call that
+        succeeded has moved); any other batch naming an id the session holds raises
+        :class:`DuplicateIdError`."""
+        if not fields:
+            with self.backend.read() as tx:
+                row = tx.head(to_db(session_id), lock=False)
+                if row is None or row.deleting:
+                    raise SessionNotFoundError(session_id)
+                leaf = from_db(row.leaf_id)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
+                raise LeafConflictError(session_id, expected_leaf, leaf)
+            return AppendResult([], leaf, written=False)
+        return self._append(session_id, fields, expected_leaf, UNSET, None, check, placed=placed)
 
     def _append(
         self,
@@ -818,7 +869,9 @@ class EntryStore:
         parent_id: str | _Unset | None,
         entry_id: str | None,
         check: AppendCheck | None,
-    ) -> list[str]:
+        *,
+        placed: bool = False,
+    ) -> AppendResult:
         # (imported here: building the pydantic models is a writer's cost, not every reader's)
         from pydantic import ValidationError
 
@@ -827,45 +880,59 @@ class EntryStore:
 
         written_ms = now_ms()  # the append's time: the entries' timestamp unless given, and its activity
         entries: list[Json] = []
-        for one in fields:
+        places: list[_Place] = []
+        for index, one in enumerate(fields):
+            where = f"entries[{index}]: " if placed else ""
             kind = one.get("type")
             if not isinstance(kind, str) or kind == "session":
-                raise InvalidInputError(f"an entry needs a string 'type' other than 'session', got {kind!r}")
-            entry: Json = {"type": kind, "id": entry_id or random_entry_id(), "parentId": None,
+                raise InvalidInputError(f"{where}an entry needs a string 'type' other than 'session', got {kind!r}")
+            place = _Place.of(one, where) if placed else _Place()
+            entry: Json = {"type": kind, "id": place.id or entry_id or random_entry_id(), "parentId": None,
                            "timestamp": iso_string(written_ms)}
             entry.update((k, v) for k, v in one.items() if k not in ("type", "id", "parentId"))
             try:  # before the transaction: the shape does not depend on the parent (a string or None)
                 parse_entry(entry)
             except ValidationError as exc:
-                raise InvalidInputError(f"bad {kind!r} entry: {format_validation_error(exc)}") from None
+                raise InvalidInputError(f"{where}bad {kind!r} entry: {format_validation_error(exc)}") from None
             entries.append(entry)
+            places.append(place)
+        given = [p.id for p in places if p.id is not None]
+        if len(set(given)) != len(given):
+            raise InvalidInputError(f"the batch gives one entry id twice: {sorted(given)}")
         # The ids are checked by the insert itself (the unique constraint), not by a query before it;
         # generated ids of which one is taken are drawn again (full UUIDs after 100 collisions).
         for attempt in range(101):
             try:
-                self._append_once(session_id, entries, expected_leaf, parent_id, check, written_ms)
-                return [str(entry["id"]) for entry in entries]
+                return self._append_once(session_id, entries, places, expected_leaf, parent_id, check, written_ms)
+            except DuplicateIdError:  # (a given id: no other draw helps)
+                raise
             except EntryIdTakenError:
                 if entry_id is not None:
                     raise EntryIdTakenError(f"session {session_id!r} already has an entry {entry_id!r}") from None
-                for entry in entries:
-                    entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
+                for entry, place in zip(entries, places, strict=True):
+                    if place.id is None:
+                        entry["id"] = random_entry_id() if attempt < 99 else str(uuid.uuid4())
         raise StoreError(f"session {session_id!r}: no free entry id after 101 attempts")
 
     def _append_once(
         self,
         session_id: str,
         entries: list[Json],
+        places: list[_Place],
         expected_leaf: str | _Unset | None,
         parent_id: str | _Unset | None,
         check: AppendCheck | None,
         written_ms: int,
-    ) -> None:
+    ) -> AppendResult:
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None or row.deleting:
                 raise SessionNotFoundError(session_id)
             head = SessionHead(row.key, session_id, from_db(row.leaf_id), row.leaf_facts, _stats(row))
+            if any(place.id is not None for place in places):
+                done = _already_stored(tx, head, entries, places)
+                if done is not None:
+                    return done
             if not isinstance(expected_leaf, _Unset) and expected_leaf != head.leaf_id:
                 raise LeafConflictError(session_id, expected_leaf, head.leaf_id)
             parent_facts = head.leaf_facts
@@ -876,9 +943,12 @@ class EntryStore:
                 parent_facts = None if parent is None else self._facts(tx, head.key, session_id, parent)
             texts_before = (head.stats.name, head.stats.first_message)
             usage = UsageBuckets()
-            for entry in entries:
+            placed: list[tuple[str, str | None]] = []
+            for index, (entry, place) in enumerate(zip(entries, places, strict=True)):
+                if not isinstance(place.parent_id, _Unset) and place.parent_id != parent:
+                    raise LeafConflictError(session_id, place.parent_id, head.leaf_id)
                 entry["parentId"] = parent
-                view = AppendView(tx, head, parent_facts)
+                view = AppendView(tx, head, parent_facts, index)
                 if check is not None:
                     check(view, entry)
                 seq = head.stats.entry_count
@@ -894,11 +964,13 @@ class EntryStore:
                 if search is not None:
                     tx.add_search(search)
                 usage.add(entry, usage_of(entry))
+                placed.append((entry["id"], parent))
                 parent, parent_facts = entry["id"], facts
             texts_changed = (head.stats.name, head.stats.first_message) != texts_before
             tx.add_usage(usage.rows(head.key))
             head.stats.touch(written_ms)  # an append through the API is activity now (or at the entry's time if later)
             tx.update_head(_head_update(head.key, parent, parent_facts, head.stats), texts_changed=texts_changed)
+            return AppendResult(placed, parent, written=True)
 
     def set_leaf(self, session_id: str, entry_id: str | None, *, expected_leaf: str | _Unset | None = UNSET) -> None:
         """Move the leaf to ``entry_id`` (``None``: before the first entry); the move is activity (now).
@@ -912,6 +984,67 @@ class EntryStore:
             facts = None if entry_id is None else self._facts(tx, row.key, session_id, entry_id)
             tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts,
                         active_ms=later_activity(row.active_ms, now_ms()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where a batch's entry object says it goes: its own ``id`` and ``parentId`` (``UNSET``: not given),
+    and whether it gives its ``timestamp``."""
+
+    id: str | None = None
+    parent_id: str | _Unset | None = UNSET
+    timestamp: bool = False
+
+    @classmethod
+    def of(cls, entry: Json, where: str) -> _Place:
+        entry_id = entry.get("id", None)
+        if entry_id is not None and (not isinstance(entry_id, str) or not entry_id):
+            raise InvalidInputError(f"{where}id: an entry id must be a non-empty string, got {entry_id!r}")
+        parent: str | _Unset | None = UNSET
+        if "parentId" in entry:
+            parent = entry["parentId"]
+            if parent is not None and (not isinstance(parent, str) or not parent):
+                raise InvalidInputError(f"{where}parentId: must be null or a non-empty string, got {parent!r}")
+        return cls(entry_id, parent, "timestamp" in entry)
+
+
+def _already_stored(tx: Tx, head: SessionHead, entries: list[Json], places: list[_Place]) -> AppendResult | None:
+    """The result of a batch whose entries the session already holds exactly (a retry); ``None`` when it
+    holds none of the given ids. Raises :class:`DuplicateIdError` for any other batch naming a held id."""
+    stored = [None if place.id is None else tx.payload(head.key, to_db(place.id)) for place in places]
+    if all(text is None for text in stored):
+        return None
+    previous: str | None = None
+    result: list[tuple[str, str | None]] = []
+    for entry, place, text in zip(entries, places, stored, strict=True):
+        if text is None:
+            held = next(p.id for p, t in zip(places, stored, strict=True) if t is not None)
+            raise DuplicateIdError(f"session {head.id!r} already has an entry {held!r}, and the batch's entry "
+                                   f"{entry['id']!r} is new: the batch is not a retry of one append")
+        old = dict(json_loads(text))
+        parent = (old.get("parentId") if not result else previous) if isinstance(place.parent_id, _Unset) \
+            else place.parent_id
+        candidate = {**entry, "parentId": parent}
+        if not place.timestamp:
+            candidate["timestamp"] = old.get("timestamp")
+        if not _same_line(candidate, text):
+            raise DuplicateIdError(f"session {head.id!r} already has an entry {entry['id']!r} with other content")
+        result.append((entry["id"], old.get("parentId")))
+        previous = entry["id"]
+    return AppendResult(result, head.leaf_id, written=False)
+
+
+def _same_line(candidate: Json, text: str) -> bool:
+    """Whether ``candidate`` stores as ``text`` (a context edit's string content also as the text block its
+    check makes of it for assistant and toolResult targets)."""
+    if stored_payload(candidate) == text:
+        return True
+    replacement = candidate.get("replacement")
+    if candidate.get("type") == "context_edit" and isinstance(replacement, dict) \
+            and isinstance(replacement.get("content"), str):
+        blocks = {**replacement, "content": [{"type": "text", "text": replacement["content"]}]}
+        return stored_payload({**candidate, "replacement": blocks}) == text
+    return False
 
 
 @dataclass(slots=True)

@@ -90,6 +90,25 @@ def lock_schema(conn: Connection) -> None:
         raise StoreError("a schema change on SQLite needs a writer's transaction (BEGIN IMMEDIATE)")
 
 
+@contextmanager
+def foreign_keys_off(conn: Connection) -> Iterator[None]:
+    """On SQLite, ``PRAGMA foreign_keys`` off while ``conn`` runs a schema change (set before its
+    transaction begins: SQLite ignores the pragma inside one), then back as it was. SQLite's procedure
+    for a table rebuild asks for it: a ``DROP TABLE`` of a parent table would otherwise cascade to its
+    children's rows (revision 0013 rebuilds the sessions table and checks the keys itself after)."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    before = raw.execute("PRAGMA foreign_keys").fetchone()[0]
+    raw.execute("PRAGMA foreign_keys = OFF")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA foreign_keys = {'ON' if before else 'OFF'}")
+
+
 def alembic_config() -> Config:
     from alembic.config import Config
 
@@ -254,7 +273,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
 
 
 def _upgrade(engine: Engine, revision: str) -> str | None:
-    with _alembic(), engine.connect().execution_options(**WRITE) as conn:
+    with _alembic(), engine.connect().execution_options(**WRITE) as conn, foreign_keys_off(conn):
         with conn.begin():
             lock_schema(conn)
             adopt_legacy_version(conn)

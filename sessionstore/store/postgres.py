@@ -64,8 +64,9 @@ USAGE = "sessionstore_usage"
 SOURCES = "sessionstore_sources"
 DELETED_SOURCES = "sessionstore_deleted_sources"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
-SESSION_ID_UNIQUE = "uq_sessionstore_sessions_id"
-_SESSION_ID_DETAIL = re.compile(r"Key \(id\)=\((.*)\) already exists", re.DOTALL)
+SESSION_ID_UNIQUE = "uq_sessionstore_sessions_tenant_id"
+_SESSION_ID_DETAIL = re.compile(r"Key \(tenant, id\)=\([^,]*, (.*)\) already exists", re.DOTALL)
+"""The id in the unique index's message (a tenant name holds no comma: ``store.tenant``)."""
 
 ANALYZE_AFTER = 2_000
 """Rows of an import's first ``COPY``, after which the entries table is analyzed: without statistics
@@ -86,8 +87,8 @@ _COUNTS_SET = (
     " assistant_messages = %(assistant_messages)s, tool_results = %(tool_results)s, tool_calls = %(tool_calls)s,"
     " active_ms = %(active_ms)s"
 )
-_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = %(sid)s"
-_WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
+_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE tenant = %(tenant)s AND id = %(sid)s"
+_WITH_SOURCE = f"{SESSIONS} s LEFT JOIN {SOURCES} src ON src.session_key = s.key"
 _SESSION_COLUMNS = select_list(SessionRow, header="header::text", source_path="src.path")
 _PAYLOAD = "payload::text"
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
@@ -98,12 +99,14 @@ _CHOSEN_KEYS = "SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(
 STATEMENTS = Statements(
     head=_HEAD,
     head_for_update=_HEAD + " FOR UPDATE",  # a writer that waited reads the row the previous one left
-    session=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE id = %(sid)s AND NOT deleting",
-    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
+    session=(
+        f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE s.tenant = %(tenant)s AND s.id = %(sid)s AND NOT deleting"
+    ),
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE s.tenant = %(tenant)s AND NOT deleting",
     insert_session=(
-        f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
-        " deleting, active_ms) VALUES (%(id)s, %(version)s, %(cwd)s, %(created)s, %(parent_session)s,"
-        " CAST(%(header)s AS json), 0, 0, FALSE, %(active_ms)s) RETURNING key"
+        f"INSERT INTO {SESSIONS} (tenant, id, version, cwd, created, parent_session, header, entry_count,"
+        " message_count, deleting, active_ms) VALUES (%(tenant)s, %(id)s, %(version)s, %(cwd)s, %(created)s,"
+        " %(parent_session)s, CAST(%(header)s AS json), 0, 0, FALSE, %(active_ms)s) RETURNING key"
     ),
     update_head=(
         f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = %(name)s, first_message = %(first_message)s"
@@ -148,7 +151,7 @@ STATEMENTS = Statements(
     export_head=(
         f"SELECT {select_list(ExportHead, header='header::text', last_entry_id=_LAST_ENTRY_ID)},"
         " set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
-        f" FROM {SESSIONS} s WHERE id = %(sid)s"
+        f" FROM {SESSIONS} s WHERE s.tenant = %(tenant)s AND s.id = %(sid)s"
     ),
     folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = %(key)s ORDER BY seq",
     session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = %(key)s",
@@ -156,11 +159,11 @@ STATEMENTS = Statements(
     counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
     sources=(
         f"SELECT s.id, {select_list(SourceRow, session_key='src.session_key')} FROM {SOURCES} src"
-        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE NOT s.deleting"
+        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE s.tenant = %(tenant)s AND NOT s.deleting"
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = %(key)s",
     put_source=put_source_sql(SOURCES, "%s"),
-    **deleted_source_sql(DELETED_SOURCES, "%s"),
+    **deleted_source_sql(DELETED_SOURCES, "%s", "%(tenant)s"),
     # LIKE, right under any collation (a range would need the C collation's order); the session's part
     # of the (session_key, entry_id) index is read. Code point order, as SQLite's: an exact id comes first.
     entry_ids_with_prefix=(
@@ -212,7 +215,7 @@ class PostgresTx(StatementTx):
         return [HitRow._make(row) for row in self.cursor.fetchall()]
 
     def insert_session(self, values: NewSession) -> int:
-        self.cursor.execute(self.sql.insert_session, values._asdict())
+        self.cursor.execute(self.sql.insert_session, {**values._asdict(), "tenant": self.tenant})
         return int(self.cursor.fetchone()[0])
 
     @contextmanager
@@ -364,17 +367,17 @@ class PostgresBackend:
             event.listen(engine, "checkin", reset_connection)
 
     @contextmanager
-    def read(self) -> Iterator[PostgresTx]:
-        with self._transaction(write=False, pipeline=False) as tx:
+    def read(self, *, tenant: str) -> Iterator[PostgresTx]:
+        with self._transaction(tenant, write=False, pipeline=False) as tx:
             yield tx
 
     @contextmanager
-    def write(self, *, bulk: bool = False) -> Iterator[PostgresTx]:
-        with self._transaction(write=True, pipeline=not bulk) as tx:  # COPY cannot run in a pipeline
+    def write(self, *, tenant: str, bulk: bool = False) -> Iterator[PostgresTx]:
+        with self._transaction(tenant, write=True, pipeline=not bulk) as tx:  # COPY cannot run in a pipeline
             yield tx
 
     @contextmanager
-    def _transaction(self, *, write: bool, pipeline: bool) -> Iterator[PostgresTx]:
+    def _transaction(self, tenant: str, *, write: bool, pipeline: bool) -> Iterator[PostgresTx]:
         try:
             raw = self.engine.raw_connection()
         except Exception as exc:
@@ -392,10 +395,10 @@ class PostgresBackend:
                 if pipeline:
                     with driver.pipeline():
                         cursor.execute("BEGIN")
-                        yield PostgresTx(cursor, STATEMENTS)
+                        yield PostgresTx(cursor, STATEMENTS, tenant)
                         cursor.execute("COMMIT")
                 else:
-                    yield PostgresTx(cursor, STATEMENTS)
+                    yield PostgresTx(cursor, STATEMENTS, tenant)
                     raw.commit()
             except BaseException:
                 try:

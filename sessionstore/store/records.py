@@ -239,3 +239,17 @@ class ContextSlice:
     path: list[Json]
     thinking_entry: Json | None
     model_entry: Json | None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append of a batch did: each entry's ``(id, parentId)`` in order, the session's leaf after
+    it, and ``written`` (``False``: the batch was already stored, a retry, and nothing was written)."""
+
+    entries: list[tuple[str, str | None]]
+    leaf_id: str | None
+    written: bool
+
+    @property
+    def ids(self) -> list[str]:
+        return [entry_id for entry_id, _ in self.entries]

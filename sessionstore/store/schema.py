@@ -3,16 +3,19 @@
 Every name starts with ``sessionstore`` (the database may hold other libraries' ``sessions``
 tables; Alembic's version table is ``sessionstore_alembic_version``). ``sessionstore_sessions`` has
 one row per session: ``key``, an integer the database assigns (SQLite: the rowid), which entries use
-to name their session, and ``id``, pi's session id; then the header's facts, the listing columns and
-the facts of the leaf entry (``leaf_*``, copies of that entry's columns, read by appends with the
-session row), and ``active_ms``, the time of the session's last activity of any kind (its creation,
-an append, a fork, a leaf move; for an imported file its own latest time), which ``ls`` lists by
-(``modified_ms`` is pi's last message activity, pi's listing order).
+to name their session, ``tenant``, who owns it (revision 0013; see :mod:`sessionstore.store.tenant`),
+and ``id``, pi's session id, unique per tenant (two tenants may hold the same pi file); then the
+header's facts, the listing columns and the facts of the leaf entry (``leaf_*``, copies of that
+entry's columns, read by appends with the session row), and ``active_ms``, the time of the session's
+last activity of any kind (its creation, an append, a fork, a leaf move; for an imported file its own
+latest time), which ``ls`` lists by (``modified_ms`` is pi's last message activity, pi's listing order).
 
 ``sessionstore_entries`` is append-only: triggers (revision 0006, as 0001 and 0005 had them) refuse
 UPDATE, DELETE and SQLite's REPLACE of entries, and entries go only with their whole session
 (``deleting`` is one-way, and readers treat a marked session as gone); a new entry goes only at the
-end (its seq an integer, the session's next) and a session's header columns never change (0012).
+end (its seq an integer, the session's next) and a session's header columns (its tenant too) never
+change (0012, 0013). Every key, index and uniqueness rule of the sessions and of their sync sources
+starts with the tenant; entries, usage and search rows hang off the session key, one tenant's already.
 A row is ``(session_key, seq)``, seq being the 0-based append position in the session,
 ``entry_id``, ``type``, ``payload`` (pi's JSON with every field, the text as written) and immutable
 facts about its ancestry, computed once at append time, so that resuming reads only what the context needs:
@@ -44,6 +47,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -98,8 +102,10 @@ sessions = Table(
     Column("tool_calls", BigInteger, nullable=False, server_default="0"),
     # The activity time (epoch ms; revision 0010): what ``ls`` orders by (``facts.later_activity``).
     Column("active_ms", BigInteger, nullable=False, server_default="0"),
-    UniqueConstraint("id"),
-    Index("ix_sessionstore_sessions_cwd", "cwd"),
+    # Who owns the session (revision 0013; last, where PostgreSQL's ALTER TABLE put it).
+    Column("tenant", Text, nullable=False),
+    UniqueConstraint("tenant", "id"),
+    Index("ix_sessionstore_sessions_tenant_cwd", "tenant", "cwd"),
 )
 
 entries = Table(
@@ -187,8 +193,9 @@ sources = Table(
     Column("file_version", Integer, nullable=False),
     Column("dangling", Text, nullable=False),
     Column("synced_at", Text, nullable=False),
+    Column("tenant", Text, nullable=False),  # the session's (revision 0013)
     PrimaryKeyConstraint("session_key"),
-    UniqueConstraint("path"),
+    UniqueConstraint("tenant", "path"),
     ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
 )
 
@@ -200,5 +207,42 @@ deleted_sources = Table(
     Column("path", Text, nullable=False),
     Column("session_id", Text, nullable=False),
     Column("deleted_at", Text, nullable=False),
-    PrimaryKeyConstraint("path"),
+    Column("tenant", Text, nullable=False),  # (revision 0013)
+    PrimaryKeyConstraint("tenant", "path"),
+)
+
+tokens = Table(
+    "sessionstore_tokens",
+    metadata,
+    # The service's tokens (revision 0014, ``service.tokens``): the public id, the tenant and scope it
+    # grants, a name, when it was made, expires and was revoked (ISO 8601 UTC or null), and the SHA-256
+    # of its secret (hex). The secret itself is never stored.
+    Column("id", Text, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("name", Text),
+    Column("created", Text, nullable=False),
+    Column("expires", Text),
+    Column("revoked", Text),
+    Column("secret_sha256", Text, nullable=False),
+    PrimaryKeyConstraint("id"),
+    CheckConstraint("scope IN ('read', 'write', 'admin')", name="ck_sessionstore_tokens_scope"),
+    Index("ix_sessionstore_tokens_tenant", "tenant"),
+)
+
+idempotency = Table(
+    "sessionstore_idempotency",
+    metadata,
+    # The first answer to a request sent with an ``Idempotency-Key`` (revision 0014,
+    # ``service.idempotency``), per tenant and key, for 24 hours: the request's fingerprint and the
+    # response's status, headers (a JSON object) and body.
+    Column("tenant", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("fingerprint", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("headers", Text, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant", "key"),
+    Index("ix_sessionstore_idempotency_created_ms", "created_ms"),
 )

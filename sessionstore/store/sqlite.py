@@ -78,8 +78,8 @@ _COUNTS_SET = (
     " user_messages = :user_messages, assistant_messages = :assistant_messages, tool_results = :tool_results,"
     " tool_calls = :tool_calls, active_ms = :active_ms"
 )
-_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE id = :sid"
-_WITH_SOURCE = f"{SESSIONS} LEFT JOIN {SOURCES} src ON src.session_key = key"
+_HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE tenant = :tenant AND id = :sid"
+_WITH_SOURCE = f"{SESSIONS} s LEFT JOIN {SOURCES} src ON src.session_key = s.key"
 _SESSION_COLUMNS = select_list(SessionRow, source_path="src.path")
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
@@ -89,12 +89,14 @@ _CHOSEN_KEYS = "SELECT value FROM json_each(:keys)"
 STATEMENTS = Statements(
     head=_HEAD,
     head_for_update=_HEAD,  # BEGIN IMMEDIATE already serialises the writers
-    session=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE id = :sid AND NOT deleting",
-    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE NOT deleting",
+    session=(
+        f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE s.tenant = :tenant AND s.id = :sid AND NOT deleting"
+    ),
+    sessions=f"SELECT {_SESSION_COLUMNS} FROM {_WITH_SOURCE} WHERE s.tenant = :tenant AND NOT deleting",
     insert_session=(
-        f"INSERT INTO {SESSIONS} (id, version, cwd, created, parent_session, header, entry_count, message_count,"
-        " deleting, active_ms) VALUES (:id, :version, :cwd, :created, :parent_session, :header, 0, 0, FALSE,"
-        " :active_ms)"
+        f"INSERT INTO {SESSIONS} (tenant, id, version, cwd, created, parent_session, header, entry_count,"
+        " message_count, deleting, active_ms) VALUES (:tenant, :id, :version, :cwd, :created, :parent_session,"
+        " :header, 0, 0, FALSE, :active_ms)"
     ),
     update_head=(
         f"UPDATE {SESSIONS} SET {_COUNTS_SET}, name = :name, first_message = :first_message WHERE key = :key"
@@ -132,18 +134,21 @@ STATEMENTS = Statements(
     payloads_of_type=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key AND type = :type ORDER BY seq",
     payloads=f"SELECT payload FROM {ENTRIES} WHERE session_key = :key ORDER BY seq",
     count_entries=f"SELECT count(*) FROM {ENTRIES} WHERE session_key = :key",
-    export_head=f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s WHERE id = :sid",
+    export_head=(
+        f"SELECT {select_list(ExportHead, last_entry_id=_LAST_ENTRY_ID)} FROM {SESSIONS} s"
+        " WHERE s.tenant = :tenant AND s.id = :sid"
+    ),
     folded_texts=f"SELECT text, extra FROM {SEARCH} WHERE session_key = :key ORDER BY seq",
     session_usage=f"SELECT {select_list(UsageRow)} FROM {USAGE} WHERE session_key = :key",
     usage_sums=usage_sums_sql(USAGE, _CHOSEN_KEYS),
     counter_sums=counter_sums_sql(SESSIONS, _CHOSEN_KEYS),
     sources=(
         f"SELECT s.id, {select_list(SourceRow, session_key='src.session_key')} FROM {SOURCES} src"
-        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE NOT s.deleting"
+        f" JOIN {SESSIONS} s ON s.key = src.session_key WHERE s.tenant = :tenant AND NOT s.deleting"
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
-    **deleted_source_sql(DELETED_SOURCES, "?"),
+    **deleted_source_sql(DELETED_SOURCES, "?", ":tenant"),
     # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
     entry_ids_with_prefix=(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = :key AND entry_id >= :prefix"
@@ -194,7 +199,7 @@ class SqliteTx(StatementTx):
         return [HitRow._make(row) for row in self.cursor.fetchall()]
 
     def insert_session(self, values: NewSession) -> int:
-        self.cursor.execute(self.sql.insert_session, values._asdict())
+        self.cursor.execute(self.sql.insert_session, {**values._asdict(), "tenant": self.tenant})
         return int(self.cursor.lastrowid)
 
     @contextmanager
@@ -294,13 +299,13 @@ class SqliteBackend:
         self._pid = os.getpid()
 
     @contextmanager
-    def read(self) -> Iterator[SqliteTx]:
-        with self._transaction("BEGIN", write=False) as tx:
+    def read(self, *, tenant: str) -> Iterator[SqliteTx]:
+        with self._transaction("BEGIN", tenant, write=False) as tx:
             yield tx
 
     @contextmanager
-    def write(self, *, bulk: bool = False) -> Iterator[SqliteTx]:
-        with self._transaction("BEGIN IMMEDIATE", write=True, bulk=bulk) as tx:
+    def write(self, *, tenant: str, bulk: bool = False) -> Iterator[SqliteTx]:
+        with self._transaction("BEGIN IMMEDIATE", tenant, write=True, bulk=bulk) as tx:
             yield tx
 
     def _own_connection(self, *, write: bool) -> tuple[Any, bool]:
@@ -334,7 +339,7 @@ class SqliteBackend:
                 raw.close()
 
     @contextmanager
-    def _transaction(self, begin: str, *, write: bool, bulk: bool = False) -> Iterator[SqliteTx]:
+    def _transaction(self, begin: str, tenant: str, *, write: bool, bulk: bool = False) -> Iterator[SqliteTx]:
         """``bulk``: an import: this transaction checks no foreign key (the caller checks every parent,
         in this session, before its child) and gets a larger page cache; both are restored after."""
         try:
@@ -355,7 +360,7 @@ class SqliteBackend:
                     cursor.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
                 cursor.execute(begin)
                 try:
-                    yield SqliteTx(cursor, STATEMENTS)
+                    yield SqliteTx(cursor, STATEMENTS, tenant)
                     raw.commit()
                 except BaseException:
                     try:

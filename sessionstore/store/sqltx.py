@@ -35,8 +35,9 @@ FETCH_ROWS = 4096
 @dataclass(frozen=True, slots=True)
 class Statements:
     """One database's SQL for the contract's primitives. Parameters are named (``key``, ``sid``,
-    ``eid``, ``seq``, ...), in the driver's style; each select list is the fields of the row type it
-    fills (see ``backend.select_list``)."""
+    ``eid``, ``seq``, ``tenant``, ...), in the driver's style; every statement that finds sessions by
+    id, lists them or reads sync sources names the transaction's ``tenant``; each select list is the
+    fields of the row type it fills (see ``backend.select_list``)."""
 
     head: str
     """:class:`HeadRow` of session ``sid``."""
@@ -88,13 +89,14 @@ class Statements:
     source: str
     """:class:`SourceRow` of session ``key``."""
     put_source: str
-    """An upsert of a :class:`SourceRow` (positional, in its order) on its session key."""
+    """An upsert of a :class:`SourceRow` (positional: the tenant, then the row in its order) on its session key."""
     deleted_sources: str
     """``path, session_id`` of every file whose synced session was deleted on purpose."""
     put_deleted_source: str
-    """An upsert of ``(path, session_id, deleted_at)`` (positional) on the path."""
+    """An upsert of ``(tenant, path, session_id, deleted_at)`` (positional) on the tenant and path."""
     forget_deleted_source: str
-    """Delete the rows of ``(path, session_id)`` (positional): that path's, and any naming that session."""
+    """Delete the tenant's rows of ``(tenant, path, session_id)`` (positional): that path's, and any
+    naming that session."""
     entry_ids_with_prefix: str
     """:class:`EntryBrief` of session ``key``'s entries whose id starts with the literal ``prefix``, by id,
     at most ``limit`` (parameters: ``prefix``, ``length``, ``upper``, a bound above every id with the
@@ -141,12 +143,15 @@ def path_slice(rows: list[Any]) -> PathSlice:
 
 
 class StatementTx:
-    """Runs ``statements`` on ``cursor``; each database's subclass adds the primitives that differ by
-    database (``insert_session``, ``bulk_sink``, ``write_payload_lines``) and so completes ``Tx``."""
+    """Runs ``statements`` on ``cursor`` for ``tenant`` (the sessions a statement finds by id or lists
+    are that tenant's; sessions found by key are the caller's already); each database's subclass adds
+    the primitives that differ by database (``insert_session``, ``bulk_sink``, ``write_payload_lines``)
+    and so completes ``Tx``."""
 
-    def __init__(self, cursor: Any, statements: Statements) -> None:
+    def __init__(self, cursor: Any, statements: Statements, tenant: str) -> None:
         self.cursor = cursor
         self.sql = statements
+        self.tenant = tenant
 
     def _one(self, sql: str, params: dict[str, Any]) -> Any:
         self.cursor.execute(sql, params)
@@ -158,15 +163,16 @@ class StatementTx:
 
     # -- sessions ------------------------------------------------------------------------------
     def head(self, session_id: str, *, lock: bool) -> HeadRow | None:
-        row = self._one(self.sql.head_for_update if lock else self.sql.head, {"sid": session_id})
+        sql = self.sql.head_for_update if lock else self.sql.head
+        row = self._one(sql, {"sid": session_id, "tenant": self.tenant})
         return None if row is None else HeadRow._make(row)
 
     def session(self, session_id: str) -> SessionRow | None:
-        row = self._one(self.sql.session, {"sid": session_id})
+        row = self._one(self.sql.session, {"sid": session_id, "tenant": self.tenant})
         return None if row is None else SessionRow._make(row)
 
     def sessions(self) -> list[SessionRow]:
-        return [SessionRow._make(r) for r in self._all(self.sql.sessions, {})]
+        return [SessionRow._make(r) for r in self._all(self.sql.sessions, {"tenant": self.tenant})]
 
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
         params = head_update_params(update)
@@ -245,7 +251,7 @@ class StatementTx:
         return int(row[0])
 
     def export_head(self, session_id: str) -> ExportHead | None:
-        row = self._one(self.sql.export_head, {"sid": session_id})
+        row = self._one(self.sql.export_head, {"sid": session_id, "tenant": self.tenant})
         return None if row is None else ExportHead._make(row[: len(ExportHead._fields)])
 
     # -- catalog: stats --------------------------------------------------------------------------
@@ -261,23 +267,24 @@ class StatementTx:
         return CounterSums._make(int(n) for n in self._one(self.sql.counter_sums, {"keys": chosen}))
     # -- sync sources ----------------------------------------------------------------------------
     def sources(self) -> list[tuple[str, SourceRow]]:
-        return [(r[0], SourceRow._make(r[1:])) for r in self._all(self.sql.sources, {})]
+        return [(r[0], SourceRow._make(r[1:])) for r in self._all(self.sql.sources, {"tenant": self.tenant})]
 
     def source(self, key: int) -> SourceRow | None:
         row = self._one(self.sql.source, {"key": key})
         return None if row is None else SourceRow._make(row)
 
     def put_source(self, row: SourceRow) -> None:
-        self.cursor.execute(self.sql.put_source, row)
+        self.cursor.execute(self.sql.put_source, (self.tenant, *row))
 
     def deleted_sources(self) -> dict[str, str]:
-        return {str(path): str(sid) for path, sid in self._all(self.sql.deleted_sources, {})}
+        rows = self._all(self.sql.deleted_sources, {"tenant": self.tenant})
+        return {str(path): str(sid) for path, sid in rows}
 
     def put_deleted_source(self, path: str, session_id: str, deleted_at: str) -> None:
-        self.cursor.execute(self.sql.put_deleted_source, (path, session_id, deleted_at))
+        self.cursor.execute(self.sql.put_deleted_source, (self.tenant, path, session_id, deleted_at))
 
     def forget_deleted_source(self, path: str, session_id: str) -> None:
-        self.cursor.execute(self.sql.forget_deleted_source, (path, session_id))
+        self.cursor.execute(self.sql.forget_deleted_source, (self.tenant, path, session_id))
 
     # -- streamed reads (bounded ranges: the caller pages) ------------------------------------------
     def path_runs(self, key: int, leaf_seq: int, *, from_depth: int) -> list[tuple[int, int]]:
@@ -399,21 +406,22 @@ def counter_sums_sql(table: str, chosen: str) -> str:
     """``Statements.counter_sums`` (``chosen`` as for :func:`usage_sums_sql`)."""
     sums = {c: f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)" for c in CounterSums._fields}
     return f"SELECT {select_list(CounterSums, **sums)} FROM {table} WHERE key IN ({chosen})"
-def deleted_source_sql(table: str, placeholder: str) -> dict[str, str]:
-    """The statements of :class:`Statements` on the deleted sources' ``table`` (positional ``placeholder``s)."""
+def deleted_source_sql(table: str, placeholder: str, tenant: str) -> dict[str, str]:
+    """The statements of :class:`Statements` on the deleted sources' ``table`` (positional ``placeholder``s,
+    the tenant first; ``tenant``: the named parameter of the tenant in the database's style)."""
     p = placeholder
     return {
-        "deleted_sources": f"SELECT path, session_id FROM {table}",
-        "put_deleted_source": (f"INSERT INTO {table} (path, session_id, deleted_at) VALUES ({p}, {p}, {p})"
-                               " ON CONFLICT (path) DO UPDATE SET session_id = excluded.session_id,"
-                               " deleted_at = excluded.deleted_at"),
-        "forget_deleted_source": f"DELETE FROM {table} WHERE path = {p} OR session_id = {p}",
+        "deleted_sources": f"SELECT path, session_id FROM {table} WHERE tenant = {tenant}",
+        "put_deleted_source": (f"INSERT INTO {table} (tenant, path, session_id, deleted_at)"
+                               f" VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (tenant, path)"
+                               " DO UPDATE SET session_id = excluded.session_id, deleted_at = excluded.deleted_at"),
+        "forget_deleted_source": f"DELETE FROM {table} WHERE tenant = {p} AND (path = {p} OR session_id = {p})",
     }
 
 
 def put_source_sql(table: str, placeholder: str) -> str:
-    """The upsert of a :class:`SourceRow` (positional ``placeholder``s) on its session key."""
-    columns = SourceRow._fields
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns[1:])
+    """The upsert of a :class:`SourceRow` (positional ``placeholder``s, its tenant first) on its session key."""
+    columns = ("tenant", *SourceRow._fields)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in SourceRow._fields[1:])
     return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
             f" ON CONFLICT (session_key) DO UPDATE SET {updates}")
