@@ -555,6 +555,11 @@ class AsyncSessionStore:
         """``tree --json``'s bytes written to ``fp``, one node at a time (on the worker)."""
         await self._run(SessionStore.write_tree_json, session_id, fp)
 
+    async def write_entry_lines(self, session_id: str, fp: IO[bytes], *, after: int = -1,
+                                limit: int | None = None) -> tuple[int, int | None]:
+        """The stored lines of the entries after seq ``after`` written to ``fp`` (on the worker)."""
+        return await self._run(SessionStore.write_entry_lines, session_id, fp, after=after, limit=limit)
+
     async def validate(self, session_id: str, *, leaf_id: Leaf = UNSET) -> list[Diagnostic]:
         """Diagnostics of the context at the leaf (shape, linkage, compaction)."""
         return await self._run(SessionStore.validate, session_id, leaf_id=leaf_id)

@@ -239,6 +239,12 @@ class SessionStore:
         """Write the session as a v3 file (pi's own lines for imported entries); returns the entries written."""
         return self._entries.export_jsonl(session_id, fp)
 
+    def write_entry_lines(self, session_id: str, fp: IO[bytes], *, after: int = -1,
+                          limit: int | None = None) -> tuple[int, int | None]:
+        """Write the stored lines of the entries whose seq (append index, from 0) is above ``after``, in
+        append order, at most ``limit``, streamed (for a catch-up); returns the count and the last seq."""
+        return self._entries.write_entry_lines(session_id, fp, after=after, limit=limit)
+
     # -- reading the tree (pi's getters) -------------------------------------------------------
     def leaf(self, session_id: str) -> str | None:
         """pi's ``getLeafId``."""

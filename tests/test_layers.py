@@ -22,10 +22,12 @@ ALLOWED: dict[str, set[str]] = {
     "catalog": {"errors", "models", "wire", "validate", "store"},
     "payloads": {"errors", "models", "wire", "context"},
     "api": {"errors", "models", "wire", "validate", "store", "context", "catalog", "payloads"},
+    "views": {"errors", "models", "wire", "validate", "store", "context", "catalog", "payloads", "api"},
     "aio": {"errors", "models", "validate", "store", "context", "catalog", "api"},
     "recording": {"errors", "models", "api", "provider", "store"},
     "demo": {"errors", "models", "api", "provider", "recording", "_fixtures"},
-    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads"},
+    "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads",
+            "views"},
     "openai_agents": {"errors", "models", "wire", "api", "aio", "payloads"},
     "__init__": {"aio", "api", "models", "validate", "errors", "store", "catalog"},
 }

@@ -89,14 +89,21 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
+def page_policy() -> str:
+    """The page's Content-Security-Policy (its ``<meta>``, and the service's header): only its own inline
+    script and style, by hash; nothing loaded, no form, no base."""
+    css, js = _asset("viewer.css"), _asset("viewer.js")
+    return ("default-src 'none'; " f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; "
+            "base-uri 'none'; form-action 'none'")
+
+
 def page_parts(title: str) -> tuple[bytes, bytes]:
     """The page before and after the session data: the template with its title, policy, style and script."""
     template, css, js = _asset("viewer.html"), _asset("viewer.css"), _asset("viewer.js")
     for name, text in (("viewer.css", css), ("viewer.js", js)):
         if "</" in text:  # would end its element early (an asset bug, not a session's doing)
             raise AssertionError(f"{name} must not contain '</'")
-    policy = ("default-src 'none'; " f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; "
-              "base-uri 'none'; form-action 'none'")
+    policy = page_policy()
     head, tail = template.split(_DATA_MARK)
     head = head.replace("{{CSP}}", policy).replace("{{CSS}}", css).replace("{{TITLE}}", _html_text(title))
     tail = tail.replace("{{JS}}", js)

@@ -36,6 +36,17 @@ from sessionstore.store.location import ENV_URL, database_url, default_db_path, 
 from sessionstore.store.records import UNSET, _Unset
 from sessionstore.store.tenant import DEFAULT_TENANT, ENV_TENANT, check_tenant
 from sessionstore.validate import ERROR_CODES
+from sessionstore.views import (
+    compaction_plan,
+    context_payload,
+    import_exists_item,
+    import_failed_item,
+    import_item,
+    json_bytes,
+    json_line,
+    session_item,
+    session_list,
+)
 from sessionstore.wire.codec import LineRefused, parse_line
 from sessionstore.wire.jsjson import js_dumpb
 
@@ -43,7 +54,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
-    from sessionstore.store.records import SessionInfo
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -101,13 +111,13 @@ def terminal_columns() -> int | None:
 
 def emit_json(value: Any) -> None:
     """``JSON.stringify(value, null, 2)`` as pi would write it, UTF-8 whatever the locale."""
-    _write(js_dumpb(value, indent=2) + b"\n")
+    _write(json_bytes(value))
 
 
 def emit_json_lines(values: Iterable[Any]) -> None:
     """``--nl``: one compact JSON value per line, each written as soon as it is made."""
     for value in values:
-        _write(js_dumpb(value) + b"\n")
+        _write(json_line(value))
 
 
 def one_line(message: str) -> str:
@@ -727,7 +737,7 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
         if skip_existing:
             say(f"skipped {render.safe_line(name)}: session {render.safe_line(exc.session_id)} is in the database"
                 " already (--skip-existing)", err=True, escaped=True)
-            return {"file": name, "status": "exists", "sessionId": exc.session_id}
+            return import_exists_item(exc.session_id, file=name)
         return _import_failed(name, exc)
     except (StoreError, SchemaError, BackendUnavailableError, DatabaseProblem):
         raise  # the database, not this file: nothing else can be imported either
@@ -737,7 +747,7 @@ def _import_one(ctx: Ctx, name: str, *, lenient: bool, replace: bool, skip_exist
         say(result.session_id)
     for skipped in result.skipped:
         say(render.safe_line(f"skipped {name}:{skipped.line}: {skipped.reason}"), err=True, escaped=True)
-    return {"file": name, "status": "imported", **result.to_json()}
+    return import_item(result, file=name)
 
 
 def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
@@ -754,7 +764,7 @@ def _import_failed(name: str, exc: BaseException) -> dict[str, Any]:
     reason = text.splitlines()[0] if text.strip() else type(exc).__name__
     message = one_line(reason if reason.startswith(shown) else f"{shown}: {reason}")
     say(f"error: {message}", err=True, escaped=True)
-    return {"file": name, "status": "failed", "error": message}
+    return import_failed_item(message, file=name)
 
 
 class _TextOut:
@@ -833,13 +843,9 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
     else:
         session_id = ctx.session_id(session)
     if as_payload:
-        from sessionstore.cli.payload_cmd import payload_of
-
-        result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
-        context_of: dict[str, Any] = {"messages": result.llm}
-        if system_prompt is not None:
-            context_of["systemPrompt"] = system_prompt
-        emit_json(payload_of(context_of, provider=str(provider), model=str(model_id)))
+        emit_json(context_payload(ctx.store, session_id, provider=str(provider), model=str(model_id),
+                                        leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe,
+                                        system_prompt=system_prompt))
         return
     if as_json:  # streamed: the same bytes as emit_json(result.to_json()), in bounded memory
         with binary_stdout() as out:
@@ -1049,16 +1055,12 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
     exists (--json: sourceGone, null for a session not synced); sync keeps such a session unless --prune."""
     infos = ctx.store.list_sessions(cwd=cwd, since_ms=_since_ms(since), limit=limit,
                                     sort="modified" if sort == "modified" else "activity")
-    gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
-
-    def row(info: SessionInfo) -> dict[str, Any]:
-        return {**info.to_json(), "sourceGone": None if info.source_path is None else info.source_path in gone}
-
     if as_lines:
-        emit_json_lines(row(i) for i in infos)
+        emit_json_lines(session_item(ctx.store, i) for i in infos)
     elif as_json:
-        emit_json([row(i) for i in infos])
+        _write(json_bytes(session_list(ctx.store, infos)))
     else:
+        gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
         filtered = cwd is not None or since is not None or limit is not None  # (short ids: unique in the store)
         say(render.render_sessions(infos, width=terminal_columns(), gone=gone, known_ids=lambda: [
             i.id for i in ctx.store.list_sessions()] if filtered else ()))
@@ -1412,14 +1414,14 @@ def compact(ctx: Ctx, session: str, summary: str | None, summary_file: Any, keep
     """Compact the history before a cut that keeps about --keep-recent-tokens."""
     sid = ctx.session_id(session)
     if plan_only:
+        if as_json:
+            emit_json(compaction_plan(ctx.store, sid, keep_recent_tokens))
+            return
         from sessionstore.context.compaction import plan_or_reason
 
         plan = plan_or_reason(ctx.store.path(sid), keep_recent_tokens=keep_recent_tokens)
         if isinstance(plan, str):  # an answer, not a failure: the plan is that there is nothing to do
-            emit_json({"compact": False, "reason": plan}) if as_json else say(f"nothing to compact: {plan}")
-            return
-        if as_json:
-            emit_json({"compact": True, **plan.to_json()})
+            say(f"nothing to compact: {plan}")
             return
         say(f"first kept entry: {plan.first_kept_entry_id}{' (splits a turn)' if plan.is_split_turn else ''}")
         say(f"tokens before: {plan.tokens_before} (estimated {plan.estimated_tokens_before}); "

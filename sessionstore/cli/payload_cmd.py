@@ -6,25 +6,10 @@ from typing import Any
 
 import click
 
-from sessionstore.cli.main import TEXT, emit_json, fail, handle_errors, read_json_object
+from sessionstore.cli.main import TEXT, emit_json, handle_errors, read_json_object
+from sessionstore.views import payload_of
 
-
-def payload_of(context: Any, *, provider: str, model: str) -> Any:
-    """The payload for ``context`` (a pi-ai ``Context`` mapping, ``context --json``'s output, or a
-    ``ContextResult``), after the provider messages' shapes are checked: a message of a bad shape or
-    of a role pi-ai does not send is refused naming it, never fed to the builders (linkage findings are
-    not: pi-ai repairs an unanswered call itself; nor is null content: pi-ai reads it as [])."""
-    from sessionstore.payloads import build_payload, context_parts
-    from sessionstore.payloads.transform import with_content
-    from sessionstore.validate import SHAPE_CODES, validate_transcript
-
-    messages, _prompt, _tools = context_parts(context)
-    errors = [d for d in validate_transcript([with_content(m) for m in messages]) if d.code in SHAPE_CODES]
-    if errors:
-        first = errors[0]
-        where = f"messages[{first.message_index}]" if first.message_index is not None else "messages"
-        fail(f"{where}: {first.code}: {first.message}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""))
-    return build_payload(context, provider=provider, model=model)
+__all__ = ["payload", "payload_of"]
 
 
 @click.command("payload")

@@ -148,6 +148,10 @@ AppendCheck = Callable[[AppendView, Json], None]
 """A check run inside an append's transaction; it raises to refuse the entry."""
 
 
+ENTRY_LINES_PAGE = 1000
+"""Entries :meth:`EntryStore.write_entry_lines` reads per query."""
+
+
 class EntryStore:
     """Sessions as append-only entry trees on a :class:`~sessionstore.store.backend.Backend`, on
     ``url`` (default: ``$SESSIONSTORE_DB``, else SQLite in the user data dir).
@@ -513,6 +517,22 @@ class EntryStore:
             fp.write(export_header_line(head.header, leaf_id=head.leaf_id, last_id=head.last_entry_id,
                                         names_entry=lambda entry_id: tx.facts(key, to_db(entry_id)) is not None))
             return tx.write_payload_lines(head.key, fp)
+
+    def write_entry_lines(self, session_id: str, fp: IO[bytes], *, after: int = -1,
+                          limit: int | None = None) -> tuple[int, int | None]:
+        """Write the stored line (and a newline) of each entry whose append index (seq, from 0) is above
+        ``after``, in append order, at most ``limit``, a page at a time; returns the count and the last
+        written seq (``None`` when none was)."""
+        with self._session_read(session_id) as (tx, row):
+            total = row.entry_count
+            first = max(after + 1, 0)
+            last = total - 1 if limit is None else min(total - 1, first + limit - 1)
+            count, last_seq = 0, None
+            for start in range(first, last + 1, ENTRY_LINES_PAGE):
+                for seq, payload in tx.payloads_between(row.key, start, min(last, start + ENTRY_LINES_PAGE - 1)):
+                    fp.write((payload.encode() if isinstance(payload, str) else payload) + b"\n")
+                    count, last_seq = count + 1, seq
+            return count, last_seq
 
     # -- reading -------------------------------------------------------------------------------
     @contextmanager

@@ -77,6 +77,9 @@ async def test_the_methods_give_what_the_sync_store_gives(aio: AsyncSessionStore
             await getattr(aio, write)(sid, streamed)
             getattr(sync, write)(sid, expected)
             assert streamed.getvalue() == expected.getvalue() != b"", write
+        streamed, expected = io.BytesIO(), io.BytesIO()
+        assert await aio.write_entry_lines(sid, streamed, after=0) == sync.write_entry_lines(sid, expected, after=0)
+        assert streamed.getvalue() == expected.getvalue() == b"".join(buf.getvalue().splitlines(keepends=True)[2:])
 
 
 async def test_errors_keep_their_types_and_the_store_goes_on(aio: AsyncSessionStore) -> None:
