@@ -359,7 +359,7 @@ class AsyncSessionStore:
     another tenant's store on the same database and workers."""
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True, workers: int | None = None, tenant: str = DEFAULT_TENANT) -> None:
+                 create: bool = True, tenant: str = DEFAULT_TENANT, workers: int | None = None) -> None:
         from sessionstore.store.location import default_url
 
         self.tenant = check_tenant(tenant)

@@ -24,7 +24,7 @@ def settings(store: SessionStore) -> tuple[str, int, int, int]:
 
 
 def opened_directly(store: SessionStore) -> bool:
-    return isinstance(getattr(store._entries.backend, "engine", None), SqliteFile)
+    return isinstance(getattr(store._entries.backend.shared, "engine", None), SqliteFile)
 
 
 @pytest.mark.parametrize(("durability", "synchronous"), [("full", 2), ("normal", 1)])

@@ -17,22 +17,23 @@ import pytest
 
 from sessionstore.errors import EntryIdTakenError, StoreError
 from sessionstore.store import migrate
-from sessionstore.store.backend import Backend, EntryRow, HeadUpdate, NewSession
+from sessionstore.store.backend import EntryRow, HeadUpdate, NewSession, TenantBackend
 from sessionstore.store.engine import make_engine, open_backend
 from sessionstore.store.facts import NodeFacts, TreeIndex
+from sessionstore.store.tenant import DEFAULT_TENANT
 
-BackendFactory = Callable[[], Backend]
+BackendFactory = Callable[[], TenantBackend]
 
 
 @pytest.fixture
 def make_backend(db_url: str) -> Iterator[BackendFactory]:
     """Backends on the test's fresh database (``db_url``: SQLite file or PostgreSQL clone), migrated."""
-    opened: list[Backend] = []
+    opened: list[TenantBackend] = []
 
-    def factory() -> Backend:
+    def factory() -> TenantBackend:
         engine = make_engine(db_url)
         migrate.upgrade(engine)
-        made = open_backend(engine)
+        made = TenantBackend(open_backend(engine), DEFAULT_TENANT, owner=True)  # (as the entry store opens it)
         opened.append(made)
         return made
 
@@ -75,7 +76,7 @@ def path_ids(shape: list[str | None], leaf: int) -> list[str]:
 
 
 @pytest.fixture
-def tree(make_backend: BackendFactory) -> tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]]:
+def tree(make_backend: BackendFactory) -> tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]]:
     backend = make_backend()
     with backend.write() as tx:
         key = new_session(tx)
@@ -102,7 +103,7 @@ def test_a_new_session_gets_a_key_of_its_own_and_an_empty_head(make_backend: Bac
 
 
 def test_the_head_gives_back_the_leaf_facts_and_counts_written(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, rows = tree
     with backend.read() as tx:
@@ -117,7 +118,7 @@ def test_the_head_gives_back_the_leaf_facts_and_counts_written(
 
 @pytest.mark.parametrize("leaf", range(len(SHAPE)))
 def test_the_path_of_every_leaf_comes_back_root_first_across_its_runs(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]], leaf: int
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]], leaf: int
 ) -> None:
     backend, key, _rows = tree
     with backend.read() as tx:
@@ -131,7 +132,7 @@ def test_the_path_of_every_leaf_comes_back_root_first_across_its_runs(
 
 
 def test_on_path_tells_ancestors_from_entries_of_other_branches(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, _rows = tree
     with backend.read() as tx:
@@ -144,7 +145,7 @@ def test_on_path_tells_ancestors_from_entries_of_other_branches(
 
 
 def test_entries_read_by_id_seq_parent_and_type_in_append_order(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, rows = tree
     with backend.read() as tx:
@@ -160,7 +161,7 @@ def test_entries_read_by_id_seq_parent_and_type_in_append_order(
 
 
 def test_an_export_writes_every_payload_as_stored_with_its_header_and_last_id(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, rows = tree
     out = io.BytesIO()
@@ -172,7 +173,7 @@ def test_an_export_writes_every_payload_as_stored_with_its_header_and_last_id(
 
 
 def test_a_taken_entry_id_is_its_own_error_and_the_write_leaves_nothing(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, rows = tree
     again = rows[3][0]._replace(seq=8, parent_seq=7, run_start=7, depth=3)
@@ -183,7 +184,7 @@ def test_a_taken_entry_id_is_its_own_error_and_the_write_leaves_nothing(
 
 
 def test_any_other_refusal_of_the_database_is_a_store_error_with_the_driver_error_chained(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, _key, rows = tree
     orphan = rows[3][0]._replace(seq=8, entry_id="x", parent_seq=50, run_start=8, depth=1)
@@ -224,7 +225,7 @@ def test_a_bulk_sink_stores_every_row_and_a_failed_bulk_write_none(make_backend:
 
 
 def test_set_leaf_and_delete_session_change_only_their_session(
-    tree: tuple[Backend, int, list[tuple[EntryRow, NodeFacts]]],
+    tree: tuple[TenantBackend, int, list[tuple[EntryRow, NodeFacts]]],
 ) -> None:
     backend, key, rows = tree
     with backend.write() as tx:

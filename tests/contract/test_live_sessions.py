@@ -526,8 +526,8 @@ def test_list_sessions_reads_no_entry_rows(store: SessionStore, monkeypatch: pyt
     statements: list[str] = []
     real_init = StatementTx.__init__
 
-    def recording_init(self: StatementTx, cursor: object, sql: object) -> None:
-        real_init(self, _RecordingCursor(cursor, statements), sql)  # type: ignore[arg-type]
+    def recording_init(self: StatementTx, cursor: object, sql: object, tenant: str) -> None:
+        real_init(self, _RecordingCursor(cursor, statements), sql, tenant)  # type: ignore[arg-type]
 
     monkeypatch.setattr(StatementTx, "__init__", recording_init)
     (info,) = store.list_sessions()
@@ -593,7 +593,7 @@ def test_after_an_append_the_pooled_connection_still_runs_atomic_transactions(
             import psycopg
 
             opener = psycopg.Connection
-        elif isinstance(getattr(entry_store.backend, "engine", None), SqliteFile):  # opened without SQLAlchemy
+        elif isinstance(getattr(entry_store.backend.shared, "engine", None), SqliteFile):  # opened without SQLAlchemy
             opener = DirectConnection
         real_cursor = opener.cursor
 
