@@ -457,9 +457,10 @@ class AsyncSessionStore:
         return await self._run(SessionStore.create_session, cwd=cwd, session_id=session_id,
                                parent_session=parent_session, timestamp=timestamp, exist_ok=exist_ok)
 
-    async def delete_session(self, session_id: str) -> None:
-        """Remove the session and all its entries, in one transaction."""
-        await self._run(SessionStore.delete_session, session_id)
+    async def delete_session(self, session_id: str, *, expected_leaf: Leaf = UNSET) -> None:
+        """Remove the session and all its entries, in one transaction (``SessionStore.delete_session``;
+        ``expected_leaf``: only while the leaf is that entry)."""
+        await self._run(SessionStore.delete_session, session_id, expected_leaf=expected_leaf)
 
     async def session(self, session_id: str) -> SessionInfo:
         """The session's listing facts (``SessionStore.session``)."""

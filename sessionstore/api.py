@@ -160,10 +160,12 @@ class SessionStore:
         return self._entries.create_session(cwd=cwd, session_id=session_id, parent_session=parent_session,
                                             timestamp=timestamp, exist_ok=exist_ok)
 
-    def delete_session(self, session_id: str) -> None:
+    def delete_session(self, session_id: str, *, expected_leaf: Leaf = UNSET) -> None:
         """Remove the session and all its entries, in one transaction. A synced session's file is
-        remembered: :meth:`sync` does not import it again unless ``include_deleted``."""
-        self._entries.delete_session(session_id)
+        remembered: :meth:`sync` does not import it again unless ``include_deleted``. ``expected_leaf``:
+        delete only while the leaf is that entry (``None``: no entries), else :class:`LeafConflictError`
+        and nothing deleted."""
+        self._entries.delete_session(session_id, expected_leaf=expected_leaf)
 
     def session(self, session_id: str) -> SessionInfo:
         return self._entries.session(session_id)

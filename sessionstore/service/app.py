@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import bodies, problems
+from sessionstore.service import problems, routes_read, routes_write
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 
@@ -40,15 +39,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.state.config = config
     _configure_logging()
     _add_error_handlers(app)
-    bodies.register_id_convertor()  # (before the routes: their {name:id} segments use it)
-    for name in ("routes_read", "routes_write"):
-        try:
-            module = importlib.import_module(f"sessionstore.service.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"sessionstore.service.{name}":
-                raise
-            continue
-        app.include_router(module.router)
+    app.include_router(routes_read.router)
+    app.include_router(routes_write.router)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "PUT", "DELETE"],

@@ -7,13 +7,13 @@ and kept on ``request.state.caller``.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import Depends, Request
 
 from sessionstore.api import SessionStore
+from sessionstore.service import tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.problems import ProblemError
 
@@ -47,8 +47,6 @@ def _authenticate(request: Request) -> Caller:
     presented = presented.strip()
     if scheme.lower() != "bearer" or not presented:
         raise _unauthorized("the Authorization header is not 'Bearer <token>'", presented=True)
-    tokens: Any = importlib.import_module("sessionstore.service.tokens")  # (helper K's module, merged later)
-
     try:
         info = tokens.authenticate(request.app.state.store, presented)
     except tokens.TokenRefused as exc:
@@ -67,11 +65,7 @@ def caller(request: Request) -> Caller:
 
 def _store_for(request: Request, who: Caller) -> SessionStore:
     base: SessionStore = request.app.state.store
-    for_tenant = getattr(base, "for_tenant", None)  # (helper T's; until it is merged, one tenant)
-    if for_tenant is None:
-        return base
-    store: SessionStore = for_tenant(who.tenant)
-    return store
+    return base.for_tenant(who.tenant)
 
 
 def reader(request: Request) -> SessionStore:

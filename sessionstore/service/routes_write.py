@@ -8,9 +8,7 @@ honours ``Idempotency-Key``: the same key and body replay the first 2xx response
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
-import os
 import tempfile
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -22,14 +20,14 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import Response
 
+from sessionstore import views
 from sessionstore.api import SessionStore
-from sessionstore.errors import InvalidInputError, LeafConflictError
-from sessionstore.service import bodies
+from sessionstore.errors import InvalidInputError
+from sessionstore.service import bodies, idempotency
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
 from sessionstore.service.problems import ProblemError
-from sessionstore.store.records import UNSET, SessionInfo
-from sessionstore.wire.jsjson import js_dumpb
+from sessionstore.store.records import UNSET
 
 router = APIRouter(prefix="/v1", tags=["write"])
 M = TypeVar("M", bound=BaseModel)
@@ -132,7 +130,7 @@ def _validated(model: type[M], value: Any) -> M:
 # -- responses ---------------------------------------------------------------------------------
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     """``value`` as the CLI's ``--json`` writes it (``JSON.stringify(value, null, 2)`` and a newline)."""
-    return Response(js_dumpb(value, indent=2) + b"\n", status_code=status, media_type=JSON_TYPE, headers=headers)
+    return Response(views.json_bytes(value), status_code=status, media_type=JSON_TYPE, headers=headers)
 
 
 def session_location(session_id: str) -> str:
@@ -141,14 +139,9 @@ def session_location(session_id: str) -> str:
     return "/v1/sessions/" + (segment.replace(".", "%2E") if segment in (".", "..") else segment)
 
 
-def session_item(store: SessionStore, info: SessionInfo) -> dict[str, Any]:
-    """The session's ``ls --json`` item."""
-    return {**info.to_json(), "sourceGone": None if info.source_path is None else not os.path.lexists(info.source_path)}
-
-
 def _created(store: SessionStore, session_id: str) -> Response:
     info = store.session(session_id)
-    return json_response(session_item(store, info), 201,
+    return json_response(views.session_item(store, info), 201,
                          {"Location": session_location(session_id), "ETag": bodies.etag(store.leaf(session_id))})
 
 
@@ -177,8 +170,6 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
-    idempotency: Any = importlib.import_module("sessionstore.service.idempotency")  # (helper K's, merged later)
-
     records = idempotency.IdempotencyRecords(request.app.state.store)
     try:
         stored = await run_in_threadpool(records.replay, who.tenant, key, fingerprint)
@@ -231,14 +222,7 @@ async def delete_session(session_id: str, request: Request, store: WriterStore) 
     """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
     expected = bodies.expected_leaf(request)
 
-    def delete() -> None:
-        if expected is not UNSET:
-            actual = store.leaf(session_id)
-            if actual != expected:
-                raise LeafConflictError(session_id, expected if isinstance(expected, str) else None, actual)
-        store.delete_session(session_id)
-
-    await run_in_threadpool(delete)
+    await run_in_threadpool(store.delete_session, session_id, expected_leaf=expected)
     return Response(status_code=204)
 
 
@@ -267,21 +251,11 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
             raise ProblemError(422, "INVALID_ENTRY", f"entry {index} is not a JSON object", entry=index)
 
     def append() -> Response:
-        refs, leaf = _append(store, session_id, entries, expected)
-        return json_response({"entries": [{"id": i, "parentId": p} for i, p in refs], "leafId": leaf}, 201,
-                             {"ETag": bodies.etag(leaf)})
+        result = store.append_entries_detailed(session_id, entries, expected_leaf=expected)
+        return json_response({"entries": [{"id": i, "parentId": p} for i, p in result.entries],
+                              "leafId": result.leaf_id}, 201, {"ETag": bodies.etag(result.leaf_id)})
 
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(append))
-
-
-def _append(store: SessionStore, session_id: str, entries: list[dict[str, Any]],
-            expected: Any) -> tuple[list[tuple[str, str | None]], str | None]:
-    detailed = getattr(store, "append_entries_detailed", None)  # (helper A's; until it is merged, below)
-    if detailed is not None:
-        result = detailed(session_id, entries, expected_leaf=expected)
-        return [(ref[0], ref[1]) for ref in result.entries], result.leaf_id
-    ids = store.append_entries(session_id, entries, expected_leaf=expected)
-    return [(i, store.entry(session_id, i).get("parentId")) for i in ids], ids[-1]
 
 
 @router.put("/sessions/{session_id:id}/leaf", response_class=Response, openapi_extra=_model_schema(MoveLeaf),
@@ -371,8 +345,7 @@ async def import_session(
 
 def _import(store: SessionStore, source: IO[bytes] | io.BufferedReader, lenient: bool, replace: bool) -> Response:
     result = store.import_jsonl(source, lenient=lenient, replace=replace)
-    item = {"file": "-", "status": "imported", **result.to_json()}
-    return json_response(item, 201, {"Location": session_location(result.session_id),
+    return json_response(views.import_item(result), 201, {"Location": session_location(result.session_id),
                                      "ETag": bodies.etag(result.leaf_id)})
 
 

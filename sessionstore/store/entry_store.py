@@ -808,15 +808,20 @@ class EntryStore:
                 raise
             return str(header["id"])
 
-    def delete_session(self, session_id: str, *, remember_source: bool = True) -> None:
+    def delete_session(self, session_id: str, *, remember_source: bool = True,
+                       expected_leaf: str | _Unset | None = UNSET) -> None:
         """Remove the session and all its entries in one transaction (also a session that raw SQL
         marked as deleting, which readers no longer see). A synced session's file is remembered as
         deleted, so that a sync does not import it again unless asked (``remember_source=False``:
-        not remembered; a prune, whose file is gone)."""
+        not remembered; a prune, whose file is gone). ``expected_leaf``: raise
+        :class:`LeafConflictError` and delete nothing unless the leaf is still that entry (``None``: no
+        leaf), checked under the same lock as the delete."""
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None:
                 raise SessionNotFoundError(session_id)
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != from_db(row.leaf_id):
+                raise LeafConflictError(session_id, expected_leaf, from_db(row.leaf_id))
             source = tx.source(row.key) if remember_source else None
             tx.delete_session(row.key)
             if source is not None:

@@ -109,6 +109,35 @@ async def test_errors_keep_their_types_and_the_store_goes_on(aio: AsyncSessionSt
     assert len(await aio.entries(sid)) == 1
 
 
+async def test_a_conditional_delete_deletes_only_at_the_expected_leaf(aio: AsyncSessionStore) -> None:
+    sid = await aio.create_session(cwd="/w")
+    with pytest.raises(LeafConflictError) as refused:
+        await aio.delete_session(sid, expected_leaf="deadbeef")
+    assert refused.value.actual is None
+    first = await aio.append_message(sid, user("a"))
+    with pytest.raises(LeafConflictError):
+        await aio.delete_session(sid, expected_leaf=None)
+    assert (await aio.session(sid)).entry_count == 1
+    await aio.delete_session(sid, expected_leaf=first)
+    with pytest.raises(SessionNotFoundError):
+        await aio.session(sid)
+
+
+async def test_a_conditional_delete_racing_an_append_never_loses_the_append(aio: AsyncSessionStore) -> None:
+    for _ in range(10):
+        sid = await aio.create_session(cwd="/w")
+        leaf = await aio.append_message(sid, user("a"))
+        appended, deleted = await asyncio.gather(aio.append_message(sid, user("b"), expected_leaf=leaf),
+                                                 aio.delete_session(sid, expected_leaf=leaf),
+                                                 return_exceptions=True)
+        # exactly one wins: the append (the delete then conflicts) or the delete (the append finds no session)
+        if deleted is None:
+            assert isinstance(appended, SessionNotFoundError)
+        else:
+            assert isinstance(deleted, LeafConflictError) and isinstance(appended, str)
+            assert (await aio.session(sid)).entry_count == 2
+
+
 async def test_appends_from_many_tasks_all_land_on_one_chain(aio: AsyncSessionStore) -> None:
     sid = await aio.create_session(cwd="/w")
     ids = await asyncio.gather(*(aio.append_message(sid, user(f"m {n}")) for n in range(40)))

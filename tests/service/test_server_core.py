@@ -253,12 +253,14 @@ def test_a_stalled_body_is_dropped_after_the_timeout(tmp_path: Path, start_serve
         slow = socket.create_connection(("127.0.0.1", port))
         slow.sendall(b"POST /v1/sessions/slow/entries HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 100\r\n\r\n{")
-        slow.settimeout(5)
+        slow.settimeout(20)
         started = time.monotonic()
         for _ in range(3):
             assert client.get("/openapi.json").status_code == 200
-        answered = slow.recv(4096)
-        assert time.monotonic() - started < 4
+        answered = b""
+        while chunk := slow.recv(4096):  # (the head and the body may come in two packets)
+            answered += chunk
+        assert time.monotonic() - started < 10  # (1 s timeout; the slack is for a loaded machine)
         assert b" 408 " in answered.split(b"\r\n", 1)[0] and b"REQUEST_TIMEOUT" in answered
         slow.close()
 
