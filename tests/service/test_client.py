@@ -237,3 +237,23 @@ def test_the_tenant_is_what_the_caller_states(no_auth_server: Server) -> None:
     with pytest.raises(InvalidInputError):
         twin.for_tenant("other")
     asyncio.run(twin.close())
+
+
+def test_a_missing_target_is_the_typed_appends_error_over_http(remote: RemoteSessionStore,
+                                                                no_auth_server: Server) -> None:
+    sid = remote.create_session(cwd="/targets")
+    first = remote.append_message(sid, user("a"))
+    for entry in ({"type": "label", "targetId": "nope", "label": "x"},
+                  {"type": "context_edit", "targetId": "nope", "replacement": None}):
+        with no_auth_server.client() as http:
+            answer = http.post(f"/v1/sessions/{sid}/entries", json=[{"type": "custom", "customType": "c"}, entry])
+        assert answer.status_code == 404
+        assert answer.json()["code"] == "NOT_FOUND" and answer.json()["storeCode"] == "ENTRY_NOT_FOUND"
+        assert answer.json()["detail"].startswith("entries[1]: ")
+        with pytest.raises(EntryNotFoundError):
+            remote.append_entries(sid, [entry])
+    with pytest.raises(EntryNotFoundError):
+        remote.append_label(sid, "nope", "x")
+    with pytest.raises(EntryNotFoundError):
+        remote.append_context_edit(sid, "nope", None)
+    assert remote.leaf(sid) == first
