@@ -753,11 +753,12 @@ __all__ = ["DEFAULT_TENANT", "ContextResult", "ImportResult", "SessionInfo", "Se
 
 
 def _batch_check(view: AppendView, entry: Json) -> None:
-    """The in-transaction rules of one entry of a generic batch, errors naming its place."""
+    """The in-transaction rules of one entry of a generic batch, errors naming its place; each of the
+    class the typed append raises (a missing target: ``EntryNotFoundError``, as ``append_label``)."""
     try:
         append_rules.check_in_transaction(view, entry)
     except EntryNotFoundError as exc:
-        raise InvalidInputError(f"entries[{view.index}]: {exc}") from None
+        raise EntryNotFoundError(exc.session_id, exc.entry_id, where=f"entries[{view.index}]: ") from None
     except (InvalidInputError, InvalidCompactionError) as exc:
         raise type(exc)(f"entries[{view.index}]: {exc}") from None
 

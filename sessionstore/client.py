@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import math
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,11 @@ from typing import IO, Any, cast
 import httpx
 
 from sessionstore import errors
-from sessionstore.api import ContextResult, Json, Leaf, context_of
+from sessionstore.api import ContextResult, Json, Leaf, _selected_model_key, context_of
+from sessionstore.catalog.defaults import HITS_PER_SESSION, SortOrder
+from sessionstore.catalog.search import SearchResult
+from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport, check_group_by
+from sessionstore.context.build import model_of
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.timestamps import now_iso
@@ -36,9 +41,13 @@ from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire
 from sessionstore.store.entry_store import new_header
 from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumpb
+
+NO_LIMIT = 2**31 - 1
+"""The limit a search without one sends (the route's own default is ``search``'s 20)."""
 
 RETRY_STATUSES = (503,)
 """Statuses a request is retried on (with ``Retry-After`` or backoff); a dropped connection is too."""
@@ -103,20 +112,6 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
     return exc
 
 
-def session_info_from_json(item: Mapping[str, Any]) -> SessionInfo:
-    """The :class:`SessionInfo` of an ``ls --json`` item (the inverse of ``SessionInfo.to_json``)."""
-    from sessionstore.models.timestamps import iso_to_ms
-
-    def ms(value: Any) -> int | None:
-        return iso_to_ms(value) if isinstance(value, str) else None
-
-    return SessionInfo(id=item["id"], cwd=item["cwd"], created=item["created"], name=item.get("name"),
-                       parent_session=item.get("parentSession"), leaf_id=item.get("leafId"),
-                       entry_count=item.get("entries", 0), message_count=item.get("messageCount", 0),
-                       first_message=item.get("firstMessage"), modified_ms=ms(item.get("modified")),
-                       source_path=item.get("sourcePath"), active_ms=ms(item.get("active")))
-
-
 
 
 class RemoteSessionStore:
@@ -127,9 +122,12 @@ class RemoteSessionStore:
     has not: they raise ``InvalidInputError``."""
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0, retries: int = 5,
-                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True) -> None:
+                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True,
+                 tenant: str | None = None) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.url = base_url.rstrip("/")
+        self._token = token
+        self._tenant = None if tenant is None else check_tenant(tenant)
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
         self._retries = retries
         self._idempotency_keys = idempotency_keys
@@ -137,6 +135,24 @@ class RemoteSessionStore:
     @property
     def database(self) -> str:
         return self.url
+
+    @property
+    def tenant(self) -> str:
+        """The tenant whose sessions this store sees. The server takes it from the token alone and
+        does not tell it, so the client knows it only as stated: ``tenant=`` at construction (not
+        checked against the token), else ``"default"`` without a token (a ``--no-auth`` server serves
+        that tenant); with a token and no ``tenant=`` it raises ``InvalidInputError``."""
+        if self._tenant is not None:
+            return self._tenant
+        if self._token is None:
+            return DEFAULT_TENANT
+        raise errors.InvalidInputError("the tenant of a remote store is its token's, which the server does not"
+                                       " tell: pass tenant= to RemoteSessionStore to name it")
+
+    def for_tenant(self, tenant: str) -> RemoteSessionStore:
+        """Not possible: the tenant comes from the token alone. Raises ``InvalidInputError``."""
+        raise errors.InvalidInputError(f"a remote store cannot switch to tenant {tenant!r}: the server takes the"
+                                       " tenant from the token alone; connect with a token of that tenant")
 
     def close(self) -> None:
         self._http.close()
@@ -207,7 +223,7 @@ class RemoteSessionStore:
         self._request("DELETE", self._session_path(session_id), session_id=session_id)
 
     def session(self, session_id: str) -> SessionInfo:
-        return session_info_from_json(self._request("GET", self._session_path(session_id),
+        return SessionInfo.from_json(self._request("GET", self._session_path(session_id),
                                                     session_id=session_id).json())
 
     def list_sessions(self, *, cwd: str | None = None, since_ms: int | None = None, limit: int | None = None,
@@ -224,7 +240,7 @@ class RemoteSessionStore:
             if limit is not None:
                 params["limit"] = limit - len(found)
             page = self._request("GET", "/v1/sessions", params=params).json()
-            found.extend(session_info_from_json(item) for item in page["sessions"])
+            found.extend(SessionInfo.from_json(item) for item in page["sessions"])
             if not page.get("next") or (limit is not None and len(found) >= limit):
                 return found
             params["cursor"] = page["next"]
@@ -255,10 +271,103 @@ class RemoteSessionStore:
         return self.import_jsonl(io.BytesIO(lines), replace=replace)
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
-        response = self._request("GET", self._session_path(session_id, "/export"), session_id=session_id,
-                                 params={"format": "jsonl"})
-        fp.write(response.content)
-        return max(response.content.count(b"\n") - 1, 0)
+        """The export route's bytes (``export``'s, byte for byte) streamed into ``fp``; returns the
+        entries written (the lines after the header)."""
+        lines = self._stream(self._session_path(session_id, "/export"), fp, session_id=session_id,
+                             params={"format": "jsonl"})
+        return max(lines - 1, 0)
+
+    def _stream(self, path: str, fp: IO[bytes], *, session_id: str | None = None,
+                params: Mapping[str, Any] | None = None) -> int:
+        """GET ``path`` and copy its body into ``fp`` as it arrives (memory bounded by a chunk); returns
+        the newlines written. An error answer raises before anything is written; a connection lost
+        midway raises ``StoreError`` (``fp`` then holds a prefix: the caller's to discard)."""
+        request = self._http.build_request("GET", path, params=params)
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.TransportError:
+            raise errors.StoreError(f"the server at {self.url} did not answer GET {path}") from None
+        try:
+            if response.status_code != 200:
+                response.read()
+                try:
+                    problem = response.json()
+                except ValueError:
+                    problem = {"code": "INTERNAL", "detail": response.text[:200]}
+                raise error_from_problem(response.status_code, problem if isinstance(problem, dict) else {},
+                                         session_id)
+            newlines = 0
+            try:
+                for chunk in response.iter_bytes():
+                    fp.write(chunk)
+                    newlines += chunk.count(b"\n")
+            except httpx.TransportError:
+                raise errors.StoreError(f"the server at {self.url} broke off GET {path}") from None
+            return newlines
+        finally:
+            response.close()
+
+    def write_context_json(self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET,
+                           provider_safe: bool = False) -> None:
+        """``context --json``'s bytes, streamed from the context route. ``leaf_id=None`` (the empty
+        context before the first entry) has no form in the route: it is rendered here, the same bytes."""
+        if leaf_id is None:
+            text = js_dumpb(self.context(session_id, leaf_id=None, provider_safe=provider_safe).to_json(), indent=2)
+            fp.write(text + b"\n")
+            return
+        params: dict[str, Any] = {"providerSafe": str(provider_safe).lower()}
+        if not isinstance(leaf_id, _Unset):
+            params["leaf"] = leaf_id
+        self._stream(self._session_path(session_id, "/context"), fp, session_id=session_id, params=params)
+
+    def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
+        """``tree --json``'s bytes, streamed from the tree route."""
+        self._stream(self._session_path(session_id, "/tree"), fp, session_id=session_id)
+
+    # -- search and stats ----------------------------------------------------------------------
+    def search(self, query: str, *, cwd: str | None = None, limit: int | None = None,
+               sort: SortOrder = "relevance", everything: bool = False,
+               hits: int = HITS_PER_SESSION) -> list[SearchResult]:
+        """The search route's results, each with its session's info (one GET per result: the route's
+        ``search --json`` names a session by id; a session deleted in between is left out).
+        ``limit=None`` (no limit, as the library's) is sent as the largest limit the route takes."""
+        params: dict[str, Any] = {"q": query, "limit": NO_LIMIT if limit is None else limit, "sort": sort,
+                                  "everything": str(everything).lower(), "hits": hits}
+        if cwd is not None:
+            params["cwd"] = cwd
+        found: list[SearchResult] = []
+        for item in self._request("GET", "/v1/search", params=params).json():
+            try:
+                info = self.session(item["sessionId"])
+            except errors.SessionNotFoundError:
+                continue
+            found.append(SearchResult.from_json(item, info))
+        return found
+
+    def stats(self, session_id: str) -> SessionStatsReport:
+        """The stats route's report; the session's name and the model its leaf selects (which
+        ``stats --json`` leaves out, and :meth:`SessionStatsReport.render` shows) are read here too."""
+        item = self._request("GET", self._session_path(session_id, "/stats"), session_id=session_id).json()
+        selected = None
+        for entry in reversed(self.path(session_id)):
+            if model_of(entry) is not None:
+                selected = _selected_model_key(entry)
+                break
+        return SessionStatsReport.from_json(item, name=self.session(session_id).name, selected_model=selected)
+
+    def stats_all(self, *, cwd: str | None = None, since_ms: int | float | None = None,
+                  by: str | None = None) -> AllStatsReport:
+        from sessionstore.models import js
+
+        group_by = check_group_by(by)
+        params: dict[str, Any] = {}
+        if cwd is not None:
+            params["cwd"] = cwd
+        if since_ms is not None:  # (times are whole ms: modified >= 1.5 is modified >= 2)
+            params["since"] = js.iso_string(math.ceil(since_ms))
+        if group_by is not None:
+            params["by"] = group_by
+        return AllStatsReport.from_json(self._request("GET", "/v1/stats", params=params).json(), group_by)
 
     # -- reading the tree ----------------------------------------------------------------------
     def entries(self, session_id: str) -> list[SessionEntryDict]:
@@ -486,10 +595,21 @@ class AsyncRemoteSessionStore:
     worker thread (one code path for both; the HTTP connection pool is shared)."""
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0, retries: int = 5,
-                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True) -> None:
+                 transport: httpx.BaseTransport | None = None, idempotency_keys: bool = True,
+                 tenant: str | None = None) -> None:
         self._store = RemoteSessionStore(base_url, token, timeout=timeout, retries=retries, transport=transport,
-                                         idempotency_keys=idempotency_keys)
+                                         idempotency_keys=idempotency_keys, tenant=tenant)
         self.url = self._store.url
+
+    @property
+    def tenant(self) -> str:
+        """As :attr:`RemoteSessionStore.tenant`."""
+        return self._store.tenant
+
+    def for_tenant(self, tenant: str) -> AsyncRemoteSessionStore:
+        """Not possible, as :meth:`RemoteSessionStore.for_tenant`: raises ``InvalidInputError``."""
+        self._store.for_tenant(tenant)
+        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         self._store.close()

@@ -72,10 +72,11 @@ class SessionNotFoundError(SessionStoreError, LookupError):
 class EntryNotFoundError(SessionStoreError, LookupError):
     code = "ENTRY_NOT_FOUND"
 
-    def __init__(self, session_id: str, entry_id: str) -> None:
+    def __init__(self, session_id: str, entry_id: str, *, where: str = "") -> None:
+        """``where``: the entry's place in a batch (``entries[3]: ``), prefixed to the message."""
         self.session_id = session_id
         self.entry_id = entry_id
-        super().__init__(f"session {session_id!r} has no entry {entry_id!r}")
+        super().__init__(f"{where}session {session_id!r} has no entry {entry_id!r}")
 
 
 class SessionExistsError(SessionStoreError):

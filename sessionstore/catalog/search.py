@@ -24,7 +24,7 @@ entry's own text).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -68,6 +68,11 @@ class SearchHit:
     def to_json(self) -> dict[str, Any]:
         return {"entryId": self.entry_id, "role": self.role, "snippet": self.snippet}
 
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> SearchHit:
+        """The inverse of :meth:`to_json`."""
+        return cls(item["entryId"], item["role"], item["snippet"])
+
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
@@ -80,6 +85,13 @@ class SearchResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"sessionId": self.session.id, "score": self.score, "hits": [h.to_json() for h in self.hits]}
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], session: SessionInfo) -> SearchResult:
+        """The inverse of :meth:`to_json`, which names the session by its id only: ``session`` is its info."""
+        if session.id != item["sessionId"]:
+            raise InvalidInputError(f"search result of {item['sessionId']!r} given the info of {session.id!r}")
+        return cls(session, item["score"], tuple(SearchHit.from_json(h) for h in item["hits"]))
 
 
 def search_sessions(

@@ -121,6 +121,11 @@ class Tokens(NamedTuple):
         return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
                 "cacheWrite": self.cache_write, "total": self.total}
 
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> Tokens:
+        """The inverse of :meth:`to_json` (``total`` is derived; JSON's ``1`` is ``1.0`` again)."""
+        return cls(float(item["input"]), float(item["output"]), float(item["cacheRead"]), float(item["cacheWrite"]))
+
 
 class BreakdownItem(NamedTuple):
     """One line of pi's ``getUsageCostBreakdown``: a key, its cost and its tokens (input + output +
@@ -132,6 +137,10 @@ class BreakdownItem(NamedTuple):
 
     def to_json(self) -> Json:
         return {"key": self.key, "cost": self.cost, "tokens": self.tokens}
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> BreakdownItem:
+        return cls(item["key"], float(item["cost"]), float(item["tokens"]))
 
 
 UsageBucket = UsageSum
@@ -151,6 +160,12 @@ class UsageTotals:
     def to_json(self) -> Json:
         return {"tokens": self.tokens.to_json(), "cost": self.cost,
                 "breakdown": [item.to_json() for item in self.breakdown]}
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> UsageTotals:
+        """The inverse of :meth:`to_json`; ``entries`` where the item has it (a group's), else 0."""
+        return cls(Tokens.from_json(item["tokens"]), float(item["cost"]),
+                   tuple(BreakdownItem.from_json(b) for b in item["breakdown"]), item.get("entries", 0))
 
 
 def fold_usage(buckets: Iterable[UsageBucket]) -> UsageTotals:
@@ -189,6 +204,11 @@ class Messages(NamedTuple):
     def to_json(self) -> Json:
         return {"userMessages": self.user, "assistantMessages": self.assistant, "toolCalls": self.tool_calls,
                 "toolResults": self.tool_results, "totalMessages": self.total}
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> Messages:
+        return cls(item["totalMessages"], item["userMessages"], item["assistantMessages"], item["toolCalls"],
+                   item["toolResults"])
 
     def __add__(self, other: object) -> Messages:
         if not isinstance(other, Messages):
@@ -232,6 +252,13 @@ class SessionStatsReport(_UsageFigures):
         "total"}, "cost", "breakdown": [{"key", "cost", "tokens"}]}``."""
         return {"sessionId": self.session_id, **self.messages.to_json(), **self.usage.to_json()}
 
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], *, name: str | None = None,
+                  selected_model: str | None = None) -> SessionStatsReport:
+        """The inverse of :meth:`to_json`, which leaves out what only :meth:`render` reads: the
+        session's ``name`` and ``selected_model`` are given."""
+        return cls(item["sessionId"], name, Messages.from_json(item), UsageTotals.from_json(item), selected_model)
+
     def render(self, *, location: str = "In database") -> str:
         """pi's ``/session`` text; ``location`` stands where pi prints the session's file."""
         lines = ["Session Info", ""]
@@ -257,6 +284,11 @@ class StatsGroup:
         label: str | None = self.value if self.value or self.by == "model" else None
         return {self.by: label, "entries": self.usage.entries, **self.usage.to_json()}
 
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], by: GroupBy) -> StatsGroup:
+        """The inverse of :meth:`to_json` (a day's ``null`` label back to ``""``)."""
+        return cls(by, item[by] or "", UsageTotals.from_json(item))
+
     def label(self) -> str:
         return self.value if self.value or self.by == "model" else "(no date)"
 
@@ -277,6 +309,12 @@ class AllStatsReport(_UsageFigures):
         if self.by is not None:
             out["groups"] = [g.to_json() for g in self.groups]
         return out
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], by: GroupBy | None = None) -> AllStatsReport:
+        """The inverse of :meth:`to_json` for the ``by`` it was made with."""
+        groups = () if by is None else tuple(StatsGroup.from_json(g, by) for g in item["groups"])
+        return cls(item["sessions"], Messages.from_json(item), UsageTotals.from_json(item), by, groups)
 
     def render(self) -> str:
         lines = ["Session Stats", "", f"Sessions: {js_locale(self.sessions)}", ""]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
@@ -87,6 +87,20 @@ class SessionInfo:
             "firstMessage": self.first_message,
             "sourcePath": self.source_path,
         }
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> SessionInfo:
+        """The info an ``ls --json`` item (:meth:`to_json`) stands for: its inverse (times to epoch ms)."""
+        from sessionstore.models.timestamps import iso_to_ms
+
+        def ms(value: Any) -> int | None:
+            return iso_to_ms(value) if isinstance(value, str) else None
+
+        return cls(id=item["id"], cwd=item["cwd"], created=item["created"], name=item.get("name"),
+                   parent_session=item.get("parentSession"), leaf_id=item.get("leafId"),
+                   entry_count=item.get("entries", 0), message_count=item.get("messageCount", 0),
+                   first_message=item.get("firstMessage"), modified_ms=ms(item.get("modified")),
+                   source_path=item.get("sourcePath"), active_ms=ms(item.get("active")))
 
 
 @dataclass(slots=True)

@@ -4,9 +4,11 @@ library's classes, and retries through a proxy that cuts every first answer (eac
 from __future__ import annotations
 
 import asyncio
+import io
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import IO
 
 import pytest
 
@@ -20,6 +22,7 @@ from sessionstore.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from sessionstore.store.records import UNSET
 from tests.builders import assistant, user
 from tests.service.conftest import Server
 
@@ -155,3 +158,102 @@ def test_the_async_twin_awaits_the_same_calls(no_auth_server: Server) -> None:
 def test_sync_is_refused_with_a_reason(remote: RemoteSessionStore) -> None:
     with pytest.raises(InvalidInputError, match="local pi directory"):
         remote.sync()
+
+
+def _bytes(write: Callable[[IO[bytes]], object]) -> bytes:
+    buffer = io.BytesIO()
+    write(buffer)
+    return buffer.getvalue()
+
+
+def _usage_message(text: str) -> dict[str, object]:
+    message = dict(assistant(text))
+    message["usage"] = {"input": 10, "output": 5, "cacheRead": 1, "cacheWrite": 0, "totalTokens": 16,
+                        "cost": {"input": 0.01, "output": 0.02, "cacheRead": 0, "cacheWrite": 0, "total": 0.03}}
+    return message
+
+
+def test_the_streamed_bodies_are_the_librarys_bytes(remote: RemoteSessionStore, no_auth_server: Server) -> None:
+    sid = remote.create_session(cwd="/bytes")
+    first = remote.append_message(sid, user("one"))
+    remote.append_message(sid, _usage_message("two"))
+    remote.append_label(sid, first, "start")
+    with SessionStore(no_auth_server.url) as local:
+        for leaf in (UNSET, first, None):
+            assert (_bytes(lambda fp, leaf=leaf: remote.write_context_json(sid, fp, leaf_id=leaf))
+                    == _bytes(lambda fp, leaf=leaf: local.write_context_json(sid, fp, leaf_id=leaf)))
+        assert (_bytes(lambda fp: remote.write_context_json(sid, fp, provider_safe=True))
+                == _bytes(lambda fp: local.write_context_json(sid, fp, provider_safe=True)))
+        assert _bytes(lambda fp: remote.write_tree_json(sid, fp)) == _bytes(lambda fp: local.write_tree_json(sid, fp))
+        exported = io.BytesIO()
+        assert remote.export_jsonl(sid, exported) == local.export_jsonl(sid, io.BytesIO()) == 3
+        assert exported.getvalue() == _bytes(lambda fp: local.export_jsonl(sid, fp))
+    with pytest.raises(SessionNotFoundError):
+        remote.write_tree_json("no such session", io.BytesIO())
+    with pytest.raises(EntryNotFoundError):
+        remote.write_context_json(sid, io.BytesIO(), leaf_id="nope")
+
+
+def test_search_and_stats_are_the_librarys_results(remote: RemoteSessionStore, no_auth_server: Server) -> None:
+    sid = remote.create_session(cwd="/numbers")
+    remote.append_model_change(sid, provider="anthropic", model_id="claude")
+    remote.append_message(sid, user("find the zebra"))
+    remote.append_message(sid, _usage_message("a zebra found"))
+    remote.append_session_info(sid, "zoo")
+    with SessionStore(no_auth_server.url) as local:
+        for kwargs in ({}, {"cwd": "/numbers"}, {"limit": 1, "sort": "recent"}, {"everything": True, "hits": 1}):
+            assert remote.search("zebra", **kwargs) == local.search("zebra", **kwargs)  # type: ignore[arg-type]
+        assert remote.search("zebra")[0].session.id == sid
+        ours, theirs = remote.stats(sid), local.stats(sid)
+        assert ours.to_json() == theirs.to_json() and ours.render() == theirs.render()
+        assert ours.name == "zoo" and ours.selected_model == theirs.selected_model
+        for by in (None, "model", "day"):
+            for cwd in (None, "/numbers"):
+                ours_all, theirs_all = remote.stats_all(by=by, cwd=cwd), local.stats_all(by=by, cwd=cwd)
+                assert ours_all.to_json() == theirs_all.to_json() and ours_all.render() == theirs_all.render()
+                assert ours_all.groups == theirs_all.groups
+        assert remote.stats_all(since_ms=0).sessions == local.stats_all(since_ms=0).sessions
+        assert remote.stats_all(since_ms=2**41).sessions == 0
+    with pytest.raises(SessionNotFoundError):
+        remote.stats("no such session")
+    with pytest.raises(InvalidInputError):
+        remote.stats_all(by="week")
+
+
+def test_the_tenant_is_what_the_caller_states(no_auth_server: Server) -> None:
+    with RemoteSessionStore(no_auth_server.base_url) as store:
+        assert store.tenant == "default"
+        with pytest.raises(InvalidInputError, match="token"):
+            store.for_tenant("other")
+    with RemoteSessionStore(no_auth_server.base_url, token="ss_x_y") as store, pytest.raises(InvalidInputError,
+                                                                                          match="tenant="):
+        _ = store.tenant
+    with RemoteSessionStore(no_auth_server.base_url, token="ss_x_y", tenant="team-a") as store:
+        assert store.tenant == "team-a"
+    with pytest.raises(InvalidInputError):
+        RemoteSessionStore(no_auth_server.base_url, tenant="../bad")
+    twin = AsyncRemoteSessionStore(no_auth_server.base_url)
+    assert twin.tenant == "default"
+    with pytest.raises(InvalidInputError):
+        twin.for_tenant("other")
+    asyncio.run(twin.close())
+
+
+def test_a_missing_target_is_the_typed_appends_error_over_http(remote: RemoteSessionStore,
+                                                                no_auth_server: Server) -> None:
+    sid = remote.create_session(cwd="/targets")
+    first = remote.append_message(sid, user("a"))
+    for entry in ({"type": "label", "targetId": "nope", "label": "x"},
+                  {"type": "context_edit", "targetId": "nope", "replacement": None}):
+        with no_auth_server.client() as http:
+            answer = http.post(f"/v1/sessions/{sid}/entries", json=[{"type": "custom", "customType": "c"}, entry])
+        assert answer.status_code == 404
+        assert answer.json()["code"] == "NOT_FOUND" and answer.json()["storeCode"] == "ENTRY_NOT_FOUND"
+        assert answer.json()["detail"].startswith("entries[1]: ")
+        with pytest.raises(EntryNotFoundError):
+            remote.append_entries(sid, [entry])
+    with pytest.raises(EntryNotFoundError):
+        remote.append_label(sid, "nope", "x")
+    with pytest.raises(EntryNotFoundError):
+        remote.append_context_edit(sid, "nope", None)
+    assert remote.leaf(sid) == first
