@@ -5,6 +5,11 @@ ETag. Standard library only (the client needs no server package)."""
 from __future__ import annotations
 
 import urllib.parse
+from typing import Literal, get_args
+
+Scope = Literal["read", "write", "admin"]
+"""What a token may do: ``read`` every GET, ``write`` also POST, PUT and DELETE, ``admin`` also tenant-wide deletes."""
+SCOPES: tuple[Scope, ...] = get_args(Scope)
 
 ETAG_SAFE = "!#$&'()*+,-./:;<=>?@[]^_`{|}~"
 """The printable ASCII an ETag holds as it is (all but ``"``, ``\\``, ``%`` and space)."""

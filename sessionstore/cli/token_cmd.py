@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from sessionstore.cli.main import TEXT, Ctx, emit_json, fail, handle_errors, json_option, pass_ctx, say
-from sessionstore.service import tokens
+from sessionstore.protocol import SCOPES
 
 _DURATION = re.compile(r"([1-9][0-9]{0,5})([dhm])")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -39,7 +39,7 @@ def token() -> None:
 @token.command("create")
 @click.option("--tenant", "tenant", default=None, type=TEXT, metavar="T",
               help="The tenant the token grants (default: the global --tenant).")
-@click.option("--scope", type=click.Choice(tokens.SCOPES), default="write", show_default=True,
+@click.option("--scope", type=click.Choice(SCOPES), default="write", show_default=True,
               help="What the token may do.")
 @click.option("--name", default=None, type=TEXT, help="A name to tell tokens apart in token list.")
 @click.option("--expires", default=None, type=TEXT, metavar="DATE",
@@ -49,6 +49,8 @@ def token() -> None:
 @handle_errors
 def create(ctx: Ctx, tenant: str | None, scope: str, name: str | None, expires: str | None, as_json: bool) -> None:
     """Make a token and print its text (once: it is not stored and cannot be shown again)."""
+    from sessionstore.service import tokens  # (lazily: --help loads no database layer)
+
     when = None if expires is None else expiry(expires)
     info, text = tokens.create_token(ctx.store, tenant=tenant or ctx.tenant, scope=scope, name=name, expires=when)
     if as_json:
@@ -66,6 +68,8 @@ def create(ctx: Ctx, tenant: str | None, scope: str, name: str | None, expires: 
 @handle_errors
 def list_cmd(ctx: Ctx, tenant: str | None, as_json: bool) -> None:
     """List tokens (never their secrets), oldest first: ID, TENANT, SCOPE, NAME, CREATED, EXPIRES, REVOKED."""
+    from sessionstore.service import tokens  # (lazily: --help loads no database layer)
+
     found = tokens.list_tokens(ctx.store, tenant=tenant)
     if as_json:
         emit_json([info.to_json() for info in found])
@@ -87,6 +91,8 @@ def list_cmd(ctx: Ctx, tenant: str | None, as_json: bool) -> None:
 @handle_errors
 def revoke(ctx: Ctx, token_id: str, as_json: bool) -> None:
     """Revoke the token ID (its public id, as token list shows it): it is refused from now on."""
+    from sessionstore.service import tokens  # (lazily: --help loads no database layer)
+
     info = tokens.revoke_token(ctx.store, token_id)
     if as_json:
         emit_json(info.to_json())

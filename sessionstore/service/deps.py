@@ -8,16 +8,15 @@ and kept on ``request.state.caller``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, Request
 
 from sessionstore.api import SessionStore
+from sessionstore.protocol import Scope
 from sessionstore.service import tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.problems import ProblemError
-
-Scope = Literal["read", "write", "admin"]
 
 
 @dataclass(frozen=True)

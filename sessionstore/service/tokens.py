@@ -18,16 +18,15 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 from sqlalchemy import Engine, insert, select, update
 
 from sessionstore.errors import InvalidInputError, SessionStoreError
+from sessionstore.protocol import SCOPES, Scope
 from sessionstore.store import schema
 from sessionstore.store.tenant import check_tenant
 
-Scope = Literal["read", "write", "admin"]
-SCOPES: tuple[Scope, ...] = get_args(Scope)
 PREFIX = "ss_"
 _ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 _ID_LENGTH = 16
