@@ -291,7 +291,7 @@ def _schema_insert(
     """The statements ``append_message`` runs (head read, entry insert, session update), raw."""
     values, head = statements[i]
     conn.execute("BEGIN IMMEDIATE")
-    conn.execute(STATEMENTS.head, {"sid": sid}).fetchone()
+    conn.execute(STATEMENTS.head, {"sid": sid, "tenant": "default"}).fetchone()
     conn.execute(insert_sql, values)
     conn.execute(STATEMENTS.update_head_counts, head)
     conn.execute("COMMIT")
