@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
                 "protocol"},
     "client": {"errors", "models", "wire", "validate", "store", "context", "catalog", "api", "protocol"},
     "cli": {"errors", "models", "wire", "validate", "store", "context", "api", "demo", "catalog", "payloads",
-            "views", "service", "client"},
+            "views", "service", "client", "protocol"},
     "openai_agents": {"errors", "models", "wire", "api", "aio", "payloads", "client"},
     "__init__": {"aio", "api", "models", "validate", "errors", "store", "catalog"},
 }
