@@ -66,12 +66,16 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--max-entries", type=click.IntRange(min=1), default=Limits.max_entries, show_default=True,
               help="Most entries one append may carry.")
 @click.option("--body-timeout", type=click.FloatRange(min=0.01), default=Limits.body_timeout, show_default=True,
-              metavar="SECONDS", help="Drop a request whose body stalls this long between two chunks.")
+              metavar="SECONDS", help="Time a request body has to arrive (extended by --body-min-rate) and the"
+                                      " longest stall between two of its chunks; slower: 408.")
+@click.option("--body-min-rate", type=click.IntRange(min=1), default=Limits.body_min_rate, show_default=True,
+              metavar="BYTES", help="Each BYTES of body received extend --body-timeout by one second, so a"
+                                    " body trickling in slower than BYTES a second is dropped.")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
-          max_entries: int, body_timeout: float) -> None:
+          max_entries: int, body_timeout: float, body_min_rate: int) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on Ctrl-C.
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -87,7 +91,8 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
     ctx.store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
-                                         max_entries=max_entries, body_timeout=body_timeout))
+                                         max_entries=max_entries, body_timeout=body_timeout,
+                                         body_min_rate=body_min_rate))
     os.environ.update(config.to_env())
     sock = _bind(host, port)
     server_config = uvicorn.Config(FACTORY, factory=True, workers=workers, access_log=False,

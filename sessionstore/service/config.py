@@ -21,15 +21,18 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    """Request limits. Bodies over ``max_body`` (``max_import_body`` for imports) bytes are 413; a body
-    arriving slower than one chunk per ``body_timeout`` seconds is dropped (408); an append takes at most
-    ``max_entries`` entries; JSON may nest ``max_nesting`` levels deep (the library's rule)."""
+    """Request limits. Bodies over ``max_body`` (``max_import_body`` for imports) bytes are 413. A body
+    must arrive within ``body_timeout`` seconds, extended by one second for every ``body_min_rate`` bytes
+    received (Apache mod_reqtimeout's rule), and never stall ``body_timeout`` seconds between two chunks;
+    else it is dropped (408). An append takes at most ``max_entries`` entries; JSON may nest
+    ``max_nesting`` levels deep (the library's rule)."""
 
     max_body: int = 16 * MIB
     max_import_body: int = 64 * MIB
     max_entries: int = 1000
     max_nesting: int = MAX_JSON_DEPTH
     body_timeout: float = 30.0
+    body_min_rate: int = 500
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The ASGI layer under the routes: request ids, the access log, routing on the raw path, and the body
-limits (size, checked on ``Content-Length`` first and then while the body streams in; the slow-body
-timeout between two chunks, so a trickling client holds a connection but never a worker)."""
+limits (size, checked on ``Content-Length`` first and then while the body streams in; time, by a minimum
+rate, so a trickling client holds a connection for a bounded time and never a worker)."""
 
 from __future__ import annotations
 
@@ -67,30 +67,45 @@ class ServiceMiddleware:
                                             headers={"Connection": "close"}, limit=limit)
                 await response(scope, receive, send_with_id)
                 return
-            await self.app(scope, _limited(receive, limit, self.limits.body_timeout), send_with_id)
+            await self.app(scope, _limited(receive, limit, self.limits), send_with_id)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             path = scope["path"] if len(scope["path"]) <= 512 else scope["path"][:512] + "..."
             access_log.info('%s "%s %s" %d %.1fms', rid, scope["method"], path, status, elapsed)
 
 
-def _limited(receive: Receive, limit: int, timeout: float) -> Receive:
-    """``receive`` that refuses a body over ``limit`` bytes (413) and one stalled ``timeout`` seconds
-    between two chunks (408), both raised as :class:`problems.ProblemError` into the route reading it."""
+def _limited(receive: Receive, limit: int, limits: Limits) -> Receive:
+    """``receive`` that refuses a body over ``limit`` bytes (413) and a slow one (408: Connection: close),
+    both raised as :class:`problems.ProblemError` into the route reading it.
+
+    Slow is mod_reqtimeout's rule: the body has ``limits.body_timeout`` seconds, plus one second for every
+    ``limits.body_min_rate`` bytes received, and no gap between two chunks may reach ``body_timeout``.
+    Only the time spent waiting for the client counts: a route busy with a chunk (a slow database) does
+    not use the client's allowance."""
     seen = 0
     done = False
+    allowance = limits.body_timeout
 
     async def limited() -> Message:
-        nonlocal seen, done
+        nonlocal seen, done, allowance
         if done:
             return await receive()  # (after the body: the wait for a disconnect, no timeout)
+        wait = min(limits.body_timeout, allowance)
+        started = time.monotonic()
         try:
-            message: dict[str, Any] = dict(await asyncio.wait_for(receive(), timeout))
+            message: dict[str, Any] = dict(await asyncio.wait_for(receive(), max(wait, 0.0)))
         except TimeoutError:
-            raise problems.ProblemError(408, "REQUEST_TIMEOUT", f"the request body stalled for {timeout:g} s",
-                                        headers={"Connection": "close"}) from None
+            if wait < limits.body_timeout:
+                detail = (f"the request body arrived slower than {limits.body_min_rate} bytes a second"
+                          f" (after {seen} bytes)")
+            else:
+                detail = f"the request body stalled for {limits.body_timeout:g} s"
+            raise problems.ProblemError(408, "REQUEST_TIMEOUT", detail, headers={"Connection": "close"}) from None
+        allowance -= time.monotonic() - started
         if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
+            size = len(message.get("body", b""))
+            seen += size
+            allowance += size / limits.body_min_rate
             if seen > limit:
                 raise problems.ProblemError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes",
                                             headers={"Connection": "close"}, limit=limit)
