@@ -19,7 +19,7 @@ from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.entry_store import EntryStore
 from tests.paths import FIXTURES, PI_FILES, ROOT
-from tests.requirements import POSTGRES, Part, require
+from tests.requirements import CHROMIUM, POSTGRES, Part, chromium_path, require
 
 __all__ = ["FIXTURES", "PI_FILES", "ROOT"]
 
@@ -114,6 +114,15 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     name, url = fresh_pg_database(request.getfixturevalue("pg_template"))
     yield url
     drop_pg_database(name)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The headless browser of the HTML viewer's tests (tests/browser.py drives it)."""
+    require(CHROMIUM)
+    found = chromium_path()
+    assert found is not None
+    return found
 
 
 @pytest.fixture

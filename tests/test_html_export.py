@@ -10,11 +10,8 @@ import base64
 import io
 import json
 import re
-import subprocess
 import tomllib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +22,11 @@ from sessionstore.api import SessionStore
 from sessionstore.cli.main import cli
 from sessionstore.views.html_export import ScriptSafeWriter, script_safe, write_session_html
 from sessionstore.wire.jsjson import js_dumpb
+from tests.browser import Node, body_of, browse, message_ids
 from tests.builders import assistant, entry, msg, result, user
 from tests.paths import FIXTURES, PI_FILES, ROOT
-from tests.requirements import CHROMIUM, chromium_path, require
 
 Json = dict[str, Any]
-BROWSER_TIMEOUT_S = 120
 HOSTILE = "</script><script>document.documentElement.setAttribute('data-pwned','script')</script>"
 HOSTILE_IMG = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','img')\">"
 #: a 1x1 PNG
@@ -162,92 +158,10 @@ def test_the_page_assets_ship_in_the_wheel() -> None:
 
 
 # -- in the browser ---------------------------------------------------------------------------
-@dataclass
-class Node:
-    tag: str
-    attrs: dict[str, str]
-    children: list[Node] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-
-    def walk(self) -> Iterator[Node]:
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.children))
-
-    def find(self, test: Callable[[Node], bool]) -> list[Node]:
-        return [node for node in self.walk() if test(node)]
-
-    def all_text(self) -> str:
-        return "".join(part for node in self.walk() for part in node.text)
-
-
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-
-class DomReader(HTMLParser):
-    """Chromium's --dump-dom output as a tree of Nodes."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", {})
-        self.stack = [self.root]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, {name: value or "" for name, value in attrs})
-        self.stack[-1].children.append(node)
-        if tag not in VOID:
-            self.stack.append(node)
-
-    def handle_endtag(self, tag: str) -> None:
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        self.stack[-1].text.append(data)
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    require(CHROMIUM)
-    found = chromium_path()
-    assert found is not None
-    return found
-
-
-def browse(chromium: str, page: Path, query: str = "", *, screenshot: Path | None = None) -> Node:
-    url = page.resolve().as_uri() + query
-    what = [f"--screenshot={screenshot}", "--window-size=1400,1000"] if screenshot else ["--dump-dom"]
-    done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-         "--disable-dev-shm-usage",
-         f"--user-data-dir={page.parent / ('.chromium-' + page.stem)}", *what, url],
-        capture_output=True, timeout=BROWSER_TIMEOUT_S, check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    reader = DomReader()
-    reader.feed(done.stdout.decode("utf-8"))
-    reader.close()
-    return reader.root
-
-
-def body_of(dom: Node) -> Node:
-    (body,) = dom.find(lambda n: n.tag == "body")
-    assert body.attrs.get("data-rendered") == "ok", body.attrs.get("data-render-error")
-    return body
-
-
 def write_page(store: SessionStore, session_id: str, path: Path) -> Path:
     with path.open("wb") as fp:
         write_session_html(store, session_id, fp)
     return path
-
-
-def message_ids(body: Node) -> list[str]:
-    return [n.attrs["data-entry-id"] for n in body.find(lambda n: "data-msg" in n.attrs)]
 
 
 @pytest.mark.slow
