@@ -67,51 +67,69 @@ class ServiceMiddleware:
                                             headers={"Connection": "close"}, limit=limit)
                 await response(scope, receive, send_with_id)
                 return
-            await self.app(scope, _limited(receive, limit, self.limits), send_with_id)
+            body = _Body(receive, limit, self.limits, announced=length not in (None, b"0")
+                         or b"transfer-encoding" in headers)
+            await self.app(scope, body.receive, body.closing(send_with_id))
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             path = scope["path"] if len(scope["path"]) <= 512 else scope["path"][:512] + "..."
             access_log.info('%s "%s %s" %d %.1fms', rid, scope["method"], path, status, elapsed)
 
 
-def _limited(receive: Receive, limit: int, limits: Limits) -> Receive:
-    """``receive`` that refuses a body over ``limit`` bytes (413) and a slow one (408: Connection: close),
-    both raised as :class:`problems.ProblemError` into the route reading it.
+class _Body:
+    """The request body as the route reads it. :meth:`receive` refuses a body over ``limit`` bytes (413)
+    and a slow one (408), both raised as :class:`problems.ProblemError` into the route reading it, with
+    ``Connection: close``. :meth:`closing` adds ``Connection: close`` to a response sent before the
+    body was all read (a refusal that never read it): else the server would go on reading, at the
+    client's pace, a body nobody reads.
 
     Slow is mod_reqtimeout's rule: the body has ``limits.body_timeout`` seconds, plus one second for every
     ``limits.body_min_rate`` bytes received, and no gap between two chunks may reach ``body_timeout``.
     Only the time spent waiting for the client counts: a route busy with a chunk (a slow database) does
     not use the client's allowance."""
-    seen = 0
-    done = False
-    allowance = limits.body_timeout
 
-    async def limited() -> Message:
-        nonlocal seen, done, allowance
-        if done:
-            return await receive()  # (after the body: the wait for a disconnect, no timeout)
-        wait = min(limits.body_timeout, allowance)
+    def __init__(self, receive: Receive, limit: int, limits: Limits, *, announced: bool) -> None:
+        self._receive = receive
+        self._limit = limit
+        self._limits = limits
+        self._seen = 0
+        self._done = not announced
+        self._allowance = limits.body_timeout
+
+    async def receive(self) -> Message:
+        if self._done:
+            return await self._receive()  # (after the body: the wait for a disconnect, no timeout)
+        timeout = self._limits.body_timeout
+        wait = min(timeout, self._allowance)
         started = time.monotonic()
         try:
-            message: dict[str, Any] = dict(await asyncio.wait_for(receive(), max(wait, 0.0)))
+            message: dict[str, Any] = dict(await asyncio.wait_for(self._receive(), max(wait, 0.0)))
         except TimeoutError:
-            if wait < limits.body_timeout:
-                detail = (f"the request body arrived slower than {limits.body_min_rate} bytes a second"
-                          f" (after {seen} bytes)")
+            if wait < timeout:
+                detail = (f"the request body arrived slower than {self._limits.body_min_rate} bytes a second"
+                          f" (after {self._seen} bytes)")
             else:
-                detail = f"the request body stalled for {limits.body_timeout:g} s"
+                detail = f"the request body stalled for {timeout:g} s"
             raise problems.ProblemError(408, "REQUEST_TIMEOUT", detail, headers={"Connection": "close"}) from None
-        allowance -= time.monotonic() - started
+        self._allowance -= time.monotonic() - started
         if message["type"] == "http.request":
             size = len(message.get("body", b""))
-            seen += size
-            allowance += size / limits.body_min_rate
-            if seen > limit:
-                raise problems.ProblemError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {limit} bytes",
-                                            headers={"Connection": "close"}, limit=limit)
-            done = not message.get("more_body", False)
+            self._seen += size
+            self._allowance += size / self._limits.body_min_rate
+            if self._seen > self._limit:
+                raise problems.ProblemError(413, "PAYLOAD_TOO_LARGE", f"the request body is over {self._limit}"
+                                            " bytes", headers={"Connection": "close"}, limit=self._limit)
+            self._done = not message.get("more_body", False)
         else:
-            done = True
+            self._done = True
         return message
 
-    return limited
+    def closing(self, send: Send) -> Send:
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not self._done:
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"connection" for name, _ in headers):
+                    message["headers"] = [*headers, (b"connection", b"close")]
+            await send(message)
+
+        return closing_send

@@ -145,6 +145,18 @@ def test_a_steady_body_may_take_longer_than_the_initial_timeout(slow_limits: Ser
     assert status == 201, answer
 
 
+def test_a_refusal_before_the_body_is_read_closes_the_connection(slow_limits: Server) -> None:
+    """A 415 (the route never reads the body) ends the connection: else the server would go on reading,
+    at the client's pace, a body nobody reads, and hold the connection as long as the client trickles."""
+    sock = open_trickle(slow_limits, "/v1/sessions/trickled/entries", "text/plain", 10_000)
+    sock.sendall(b"{")
+    started = time.monotonic()
+    status, headers, _ = parse(read_to_close(sock, 10.0))
+    sock.close()
+    assert time.monotonic() - started < TIMEOUT_S  # (at once: not the keep-alive timeout, nor the body's)
+    assert status == 415 and headers.get("connection") == "close"
+
+
 def test_a_large_body_at_a_normal_speed_is_not_affected(slow_limits: Server, http: httpx.Client,
                                                         tmp_path: Path) -> None:
     """A 2.4 MB import (streamed) and a 3 MB append with the same small limits: both succeed."""
