@@ -83,6 +83,7 @@ def timed(call: Callable[..., httpx.Response], *args: object, **kwargs: object) 
     return response, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_trickled_body_is_dropped_without_blocking_other_requests(slow_limits: Server, http: httpx.Client) -> None:
     assert http.post("/v1/sessions", json={"id": "trickled", "cwd": "/w"}).status_code == 201
     assert http.post("/v1/sessions", json={"id": "other", "cwd": "/w"}).status_code == 201
@@ -129,6 +130,7 @@ def test_a_trickled_body_is_dropped_without_blocking_other_requests(slow_limits:
     assert len(http.get("/v1/sessions/other/entries").content.splitlines()) == len(others) // 2
 
 
+@pytest.mark.slow
 def test_a_steady_body_may_take_longer_than_the_initial_timeout(slow_limits: Server, http: httpx.Client) -> None:
     """400 bytes a second for 2.5 s: over ``--body-timeout`` but above the minimum rate, so it is served."""
     assert http.post("/v1/sessions", json={"id": "steady", "cwd": "/w"}).status_code == 201
