@@ -18,7 +18,11 @@ from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
     from sessionstore.api import SessionStore
+    from sessionstore.client import RemoteSessionStore
     from sessionstore.store.records import ImportResult, SessionInfo
+
+    Store = SessionStore | RemoteSessionStore
+    """A store a view reads: the database, or a server through the client (the CLI's ``--db http://``)."""
 
 Json = dict[str, Any]
 
@@ -33,7 +37,7 @@ def json_line(value: Any) -> bytes:
     return js_dumpb(value) + b"\n"
 
 
-def session_item(store: SessionStore, info: SessionInfo) -> Json:
+def session_item(store: Store, info: SessionInfo) -> Json:
     """A session as ``ls --json`` lists it (and the service returns it): the session's facts
     (``SessionInfo.to_json``, which holds ``leafId``) and ``sourceGone``: whether the file a synced
     session mirrors no longer exists on this host (``None`` for a session not synced)."""
@@ -42,7 +46,7 @@ def session_item(store: SessionStore, info: SessionInfo) -> Json:
     return {**info.to_json(), "sourceGone": gone}
 
 
-def session_list(store: SessionStore, infos: Iterable[SessionInfo]) -> list[Json]:
+def session_list(store: Store, infos: Iterable[SessionInfo]) -> list[Json]:
     """``ls --json``'s array: :func:`session_item` of each session, in the given order."""
     return [session_item(store, info) for info in infos]
 
@@ -83,7 +87,7 @@ def payload_of(context: Any, *, provider: str, model: str) -> Any:
     return build_payload(context, provider=provider, model=model)
 
 
-def context_payload(store: SessionStore, session_id: str, *, provider: str, model: str, leaf_id: Any = UNSET,
+def context_payload(store: Store, session_id: str, *, provider: str, model: str, leaf_id: Any = UNSET,
                     provider_safe: bool = False, system_prompt: str | None = None) -> Any:
     """``context --payload``'s value: the request body pi-ai sends for the session's context at the leaf
     (or ``leaf_id``), with ``system_prompt`` when given."""
@@ -94,7 +98,7 @@ def context_payload(store: SessionStore, session_id: str, *, provider: str, mode
     return payload_of(context_of, provider=provider, model=model)
 
 
-def compaction_plan(store: SessionStore, session_id: str, keep_recent_tokens: int) -> Json:
+def compaction_plan(store: Store, session_id: str, keep_recent_tokens: int) -> Json:
     """``compact --plan --json``'s value: ``{"compact": true, ...the plan}``, or ``{"compact": false,
     "reason"}`` when there is nothing to compact (an answer, not a failure)."""
     from sessionstore.context.compaction import plan_or_reason
