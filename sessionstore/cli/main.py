@@ -293,8 +293,12 @@ def is_server_url(url: str) -> bool:
 
 
 def db_label(url: str) -> str:
-    """How an error names the database: a SQLite file's path, else the URL without its password."""
+    """How an error names the database: a SQLite file's path, a server's URL, else the URL without its
+    password."""
     from sessionstore.store.sqlite_file import plain_path
+
+    if is_server_url(url):
+        return url
 
     path = plain_path(url)
     if path is not None:  # (what SQLAlchemy's parser gives for it, without loading SQLAlchemy)
