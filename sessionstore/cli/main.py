@@ -54,7 +54,10 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
-    from sessionstore.views import Store
+    from sessionstore.client import RemoteSessionStore
+
+    Store = SessionStore | RemoteSessionStore
+    """What the commands work on: the database itself, or a ``sessionstore serve`` (``--db http://...``)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20

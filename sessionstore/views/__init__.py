@@ -10,21 +10,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from sessionstore.errors import InvalidInputError
 from sessionstore.store.records import UNSET
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
-    from sessionstore.api import SessionStore
-    from sessionstore.client import RemoteSessionStore
+    from sessionstore.api import ContextResult, Leaf
+    from sessionstore.catalog.stats import SessionStatsReport
+    from sessionstore.models.wire import SessionEntryDict
     from sessionstore.store.records import ImportResult, SessionInfo
 
-    Store = SessionStore | RemoteSessionStore
-    """A store a view reads: the database, or a server through the client (the CLI's ``--db http://``)."""
-
 Json = dict[str, Any]
+
+
+class Store(Protocol):
+    """What a view reads of a store: a ``SessionStore``, or a ``RemoteSessionStore`` (the CLI's
+    ``--db http://...``), whose methods have the same names, parameters and results."""
+
+    def session(self, session_id: str) -> SessionInfo: ...
+
+    def path(self, session_id: str, leaf_id: Leaf = ...) -> list[SessionEntryDict]: ...
+
+    def labels(self, session_id: str) -> dict[str, Any]: ...
+
+    def context(self, session_id: str, *, leaf_id: Leaf = ..., provider_safe: bool = ...) -> ContextResult: ...
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int: ...
+
+    def stats(self, session_id: str) -> SessionStatsReport: ...
 
 
 def json_bytes(value: Any) -> bytes:
