@@ -656,7 +656,8 @@ def _expected(value: str | None) -> Any:
 
 The database is --db URL, else ${ENV_URL}, else the SQLite file
 {default_db_path()} (created on first use). PostgreSQL: postgresql://user@host/db
-(pip install 'sessionstore[postgres]').
+(pip install 'sessionstore[postgres]'). A server ('sessionstore serve'): --db http://HOST:PORT,
+the token in ${ENV_TOKEN}.
 
 SESSION arguments accept a unique prefix of a session id; entry ids (ENTRY, --leaf,
 --first-kept, --expected-leaf) a unique prefix of at least 4 characters. An exact id

@@ -308,3 +308,19 @@ def test_no_server_there(sides: Sides) -> None:
 def test_help_names_the_server_form() -> None:
     text = CliRunner().invoke(CLI, ["--help"], terminal_width=200).stdout
     assert "http://HOST:PORT" in text and "SESSIONSTORE_TOKEN" in text
+
+
+def test_the_server_url_from_the_environment(sides: Sides) -> None:
+    """``$SESSIONSTORE_DB`` may name the server as ``--db`` does."""
+    runner = CliRunner()
+    via_env = runner.invoke(CLI, ["tree", BIG], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TOKEN": sides.token,
+                                                     "SESSIONSTORE_TENANT": None})
+    assert (via_env.exit_code, via_env.stdout) == (0, sides.run(sides.local, "tree", BIG).stdout)
+    refused = runner.invoke(CLI, ["sync"], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TENANT": None})
+    assert refused.exit_code == 2 and refused.stderr.startswith("error: sync works on the database itself")
+
+
+def test_https_to_a_plain_server_is_one_line(sides: Sides) -> None:
+    result = sides.run(sides.remote.replace("http://", "https://"), "ls", token=sides.token)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
