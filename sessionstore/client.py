@@ -84,6 +84,12 @@ class RemoteError(errors.SessionStoreError):
         super().__init__(f"{status} {api_code}: {detail}")
 
 
+class RemoteAccessError(RemoteError, errors.StoreError):
+    """The server refused the caller (401: no token, or one it does not accept; 403: the token's scope
+    does not allow it): a :class:`~sessionstore.errors.StoreError` too, since no request can succeed
+    until the token changes, whatever it asks (as a database refusing a login)."""
+
+
 def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str | None = None) -> Exception:
     """The library error a problem+json body stands for: the class its ``storeCode`` names (else its
     ``code``'s), with the attributes the library's error carries (``currentLeafId`` as ``actual``,
@@ -98,7 +104,7 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
         if status == 422 or api_code in ("BAD_JSON", "INVALID_ENTRY", "INVALID_INPUT"):
             cls = errors.InvalidInputError
         else:
-            return RemoteError(status, api_code, detail)
+            return (RemoteAccessError if status in (401, 403) else RemoteError)(status, api_code, detail)
     exc = cls.__new__(cls)
     Exception.__init__(exc, detail)
     if isinstance(exc, errors.LeafConflictError):
