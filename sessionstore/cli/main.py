@@ -267,7 +267,7 @@ def command_line_url(given: str) -> str:
     if not given.strip():
         fail(f"--db is empty: {KEEPS_NOTHING.partition(': ')[2]}")
     if is_server_url(given):
-        return given
+        return _server_url(given)
     url = database_url(given)
     if not url.startswith("sqlite") or plain_path(url) is not None:  # (no SQLAlchemy for the usual cases)
         return url
@@ -293,6 +293,21 @@ LOCAL_ONLY_COMMANDS = frozenset({"sync", "db", "token", "serve", "demo"})
 def is_server_url(url: str) -> bool:
     """Whether ``--db`` names a ``sessionstore serve`` (``http://HOST:PORT``, ``https://...``)."""
     return url.lower().startswith(("http://", "https://"))
+
+
+def _server_url(given: str) -> str:
+    """A server URL as given, refused in one line when it has no host, a bad port, or spaces or
+    control characters (which no HTTP request can carry)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(given)
+        parts.port  # noqa: B018 - (parsed on access: a bad port raises here, not in the first request)
+    except ValueError as exc:
+        fail(f"--db {render.safe_line(given)}: not a server URL ({one_line(str(exc))}): give http://HOST:PORT")
+    if not parts.hostname or any(c.isspace() or not c.isprintable() for c in given):
+        fail(f"--db {render.safe_line(given)}: not a server URL: give http://HOST:PORT")
+    return given
 
 
 def db_label(url: str) -> str:

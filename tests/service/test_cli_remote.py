@@ -324,3 +324,11 @@ def test_https_to_a_plain_server_is_one_line(sides: Sides) -> None:
     result = sides.run(sides.remote.replace("http://", "https://"), "ls", token=sides.token)
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("url", ["http://", "http://a b:1", "http://[::1", "http://127.0.0.1:99999", "https://:x",
+                                 "http://x\n"])
+def test_a_bad_server_url_is_one_line(url: str) -> None:
+    result = CliRunner().invoke(CLI, ["--db", url, "ls"], env={"SESSIONSTORE_TENANT": None})
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert re.fullmatch(r"error: --db [^\n]+: not a server URL[^\n]*: give http://HOST:PORT\n", result.stderr)
