@@ -47,6 +47,9 @@ from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumpb
 from sessionstore.wire.jsonl import SkippedLine
 
+MAX_IDS = 10_000
+"""The most ids the entry-ids route returns in one call (``routes_lookup.MAX_IDS``)."""
+
 NO_LIMIT = 2**31 - 1
 """The limit a search without one sends (the route's own default is ``search``'s 20)."""
 
@@ -420,15 +423,19 @@ class RemoteSessionStore:
         return self.session(session_id).leaf_id
 
     def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
-        for entry in self.entries(session_id):
-            if entry["id"] == entry_id:
-                return entry
-        raise errors.EntryNotFoundError(session_id, entry_id)
+        response = self._request("GET", self._session_path(session_id, f"/entries/{segment(entry_id)}"),
+                                 session_id=session_id)
+        return cast(SessionEntryDict, parse_line(response.content.rstrip(b"\n")))
 
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = sorted(
-            (e["id"], str(e["type"])) for e in self.entries(session_id) if e["id"].startswith(prefix))
-        return found[:limit]
+        """As the library's, from the entry-ids route (at most its :data:`MAX_IDS` a call)."""
+        if not isinstance(prefix, str):
+            raise errors.InvalidInputError(f"an entry id prefix must be a string, got {type(prefix).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise errors.InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        found = self._request("GET", self._session_path(session_id, "/entry-ids"), session_id=session_id,
+                              params={"prefix": prefix, "limit": min(limit, MAX_IDS)}).json()["entries"]
+        return [(str(e["id"]), str(e["type"])) for e in found]
 
     def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
         entries = self.entries(session_id)

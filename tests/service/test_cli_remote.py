@@ -332,3 +332,22 @@ def test_a_bad_server_url_is_one_line(url: str) -> None:
     result = CliRunner().invoke(CLI, ["--db", url, "ls"], env={"SESSIONSTORE_TENANT": None})
     assert (result.exit_code, result.stdout) == (2, "")
     assert re.fullmatch(r"error: --db [^\n]+: not a server URL[^\n]*: give http://HOST:PORT\n", result.stderr)
+
+
+def test_the_lookup_routes(sides: Sides) -> None:
+    """The routes the CLI's prefixes and ``show`` read (``routes_lookup``), over HTTP: ids by prefix, one
+    entry as the export holds it, and the library's errors."""
+    lines = {json.loads(line)["id"]: json.loads(line) for line in FILES[1].read_text().splitlines()[1:]}
+    with sides.server.client(sides.token) as http:
+        found = http.get(f"/v1/sessions/{LARGE}/entry-ids", params={"prefix": "0000001", "limit": 3})
+        assert found.status_code == 200, found.text
+        assert found.json() == {"entries": [{"id": i, "type": lines[i]["type"]}
+                                            for i in sorted(i for i in lines if i.startswith("0000001"))[:3]]}
+        one = http.get(f"/v1/sessions/{LARGE}/entries/0000002a")
+        assert one.status_code == 200 and one.json() == lines["0000002a"]
+        missing = http.get(f"/v1/sessions/{LARGE}/entries/nope")
+        assert (missing.status_code, missing.json()["storeCode"]) == (404, "ENTRY_NOT_FOUND")
+        too_many = http.get(f"/v1/sessions/{LARGE}/entry-ids", params={"limit": 10**6})
+        assert too_many.status_code == 422
+        nobody = http.get("/v1/sessions/no-such/entry-ids")
+        assert (nobody.status_code, nobody.json()["storeCode"]) == (404, "SESSION_NOT_FOUND")
