@@ -45,6 +45,10 @@ from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumpb
+from sessionstore.wire.jsonl import SkippedLine
+
+MAX_IDS = 10_000
+"""The most ids the entry-ids route returns in one call (``routes_lookup.MAX_IDS``)."""
 
 NO_LIMIT = 2**31 - 1
 """The limit a search without one sends (the route's own default is ``search``'s 20)."""
@@ -83,6 +87,12 @@ class RemoteError(errors.SessionStoreError):
         super().__init__(f"{status} {api_code}: {detail}")
 
 
+class RemoteAccessError(RemoteError, errors.StoreError):
+    """The server refused the caller (401: no token, or one it does not accept; 403: the token's scope
+    does not allow it): a :class:`~sessionstore.errors.StoreError` too, since no request can succeed
+    until the token changes, whatever it asks (as a database refusing a login)."""
+
+
 def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str | None = None) -> Exception:
     """The library error a problem+json body stands for: the class its ``storeCode`` names (else its
     ``code``'s), with the attributes the library's error carries (``currentLeafId`` as ``actual``,
@@ -97,7 +107,7 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
         if status == 422 or api_code in ("BAD_JSON", "INVALID_ENTRY", "INVALID_INPUT"):
             cls = errors.InvalidInputError
         else:
-            return RemoteError(status, api_code, detail)
+            return (RemoteAccessError if status in (401, 403) else RemoteError)(status, api_code, detail)
     exc = cls.__new__(cls)
     Exception.__init__(exc, detail)
     if isinstance(exc, errors.LeafConflictError):
@@ -112,6 +122,31 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
     return exc
 
 
+
+
+def _header_id(data: bytes) -> str:
+    """The session id in the header line of a JSONL file's bytes ("" when it has none)."""
+    try:
+        header = parse_line(data.split(b"\n", 1)[0])
+    except Exception:  # (the server read this header: a refusal of it is not this function's to report)
+        return ""
+    found = header.get("id") if isinstance(header, dict) else None
+    return found if isinstance(found, str) else ""
+
+
+def _source_name(source: str | Path | IO[bytes]) -> str:
+    """How the library's JSONL reader names a source in its errors: the path, else the stream's name."""
+    return str(source) if isinstance(source, (str, Path)) else str(getattr(source, "name", "<stream>"))
+
+
+def _renamed(exc: errors.JsonlError, name: str) -> errors.JsonlError:
+    """``exc`` (from a problem: its text is the server's ``body:line: reason``) naming ``name`` instead."""
+    reason = exc.reason
+    mark = f":{exc.line}: " if exc.line is not None else ": "
+    if mark in reason:
+        reason = reason.split(mark, 1)[1]
+    renamed = type(exc)(name, exc.line, reason)
+    return renamed
 
 
 class RemoteSessionStore:
@@ -261,9 +296,19 @@ class RemoteSessionStore:
         data = Path(source).read_bytes() if isinstance(source, (str, Path)) else source.read()
         if progress is not None:
             progress(len(data))
-        item = self._request("POST", "/v1/imports", content=data, media="application/jsonl",
-                             params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
-        return ImportResult(session_id=item["sessionId"], entries=item["entries"], leaf_id=item.get("leafId"))
+        try:
+            item = self._request("POST", "/v1/imports", content=data, media="application/jsonl",
+                                 params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
+        except errors.SessionExistsError as exc:
+            exc.session_id = _header_id(data)  # (the library's error names the session; the problem's text only)
+            raise
+        except errors.JsonlError as exc:  # (named as the library names the source, not as the server its body)
+            raise _renamed(exc, _source_name(source)) from None
+        return ImportResult(
+            session_id=item["sessionId"], entries=item["entries"], leaf_id=item.get("leafId"),
+            skipped=tuple(SkippedLine(line=s["line"], reason=s["reason"]) for s in item.get("skipped", ())),
+            diagnostics=tuple(Diagnostic(code=d["code"], message=d["message"], message_index=d.get("messageIndex"),
+                                         entry_id=d.get("entryId")) for d in item.get("diagnostics", ())))
 
     def import_entries(self, header: Mapping[str, Any], entries: Iterable[Mapping[str, Any]], *,
                        replace: bool = False) -> ImportResult:
@@ -378,15 +423,19 @@ class RemoteSessionStore:
         return self.session(session_id).leaf_id
 
     def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
-        for entry in self.entries(session_id):
-            if entry["id"] == entry_id:
-                return entry
-        raise errors.EntryNotFoundError(session_id, entry_id)
+        response = self._request("GET", self._session_path(session_id, f"/entries/{segment(entry_id)}"),
+                                 session_id=session_id)
+        return cast(SessionEntryDict, parse_line(response.content.rstrip(b"\n")))
 
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = sorted(
-            (e["id"], str(e["type"])) for e in self.entries(session_id) if e["id"].startswith(prefix))
-        return found[:limit]
+        """As the library's, from the entry-ids route (at most its :data:`MAX_IDS` a call)."""
+        if not isinstance(prefix, str):
+            raise errors.InvalidInputError(f"an entry id prefix must be a string, got {type(prefix).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise errors.InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        found = self._request("GET", self._session_path(session_id, "/entry-ids"), session_id=session_id,
+                              params={"prefix": prefix, "limit": min(limit, MAX_IDS)}).json()["entries"]
+        return [(str(e["id"]), str(e["type"])) for e in found]
 
     def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
         entries = self.entries(session_id)
@@ -467,9 +516,19 @@ class RemoteSessionStore:
         return self.append_entries_detailed(session_id, entries, expected_leaf=expected_leaf).ids
 
     def _append(self, session_id: str, fields: Json, expected_leaf: Leaf, entry_id: str | None = None) -> str:
+        """A typed append: one entry through the append route. Its refusal reads as the library's
+        typed append's, without the batch's ``entries[0]`` place."""
         if entry_id is not None:
             fields = {**fields, "id": entry_id}
-        return self.append_entries(session_id, [fields], expected_leaf=expected_leaf)[0]
+        try:
+            return self.append_entries(session_id, [fields], expected_leaf=expected_leaf)[0]
+        except errors.SessionStoreError as exc:
+            text = str(exc)
+            for place in ("entries[0]: ", "entries[0]."):
+                if text.startswith(place) and exc.args == (text,):
+                    exc.args = (text[len(place):],)
+                    break
+            raise
 
     def append_message(self, session_id: str, message: Any, *, expected_leaf: Leaf = UNSET,
                        entry_id: str | None = None) -> str:

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from sessionstore.api import SessionStore
+    from sessionstore.client import RemoteSessionStore
+
+    Store = SessionStore | RemoteSessionStore
+    """What the commands work on: the database itself, or a ``sessionstore serve`` (``--db http://...``)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 1 << 20
@@ -262,6 +266,8 @@ def command_line_url(given: str) -> str:
 
     if not given.strip():
         fail(f"--db is empty: {KEEPS_NOTHING.partition(': ')[2]}")
+    if is_server_url(given):
+        return _server_url(given)
     url = database_url(given)
     if not url.startswith("sqlite") or plain_path(url) is not None:  # (no SQLAlchemy for the usual cases)
         return url
@@ -277,9 +283,40 @@ def command_line_url(given: str) -> str:
     return url
 
 
+ENV_TOKEN = "SESSIONSTORE_TOKEN"
+"""The token (``ss_...``) the commands present to a server named by ``--db http(s)://...``."""
+
+LOCAL_ONLY_COMMANDS = frozenset({"sync", "db", "token", "serve", "demo"})
+"""Commands that need the database itself: each refuses a server URL before doing anything."""
+
+
+def is_server_url(url: str) -> bool:
+    """Whether ``--db`` names a ``sessionstore serve`` (``http://HOST:PORT``, ``https://...``)."""
+    return url.lower().startswith(("http://", "https://"))
+
+
+def _server_url(given: str) -> str:
+    """A server URL as given, refused in one line when it has no host, a bad port, or spaces or
+    control characters (which no HTTP request can carry)."""
+    import urllib.parse
+
+    try:
+        parts = urllib.parse.urlsplit(given)
+        parts.port  # noqa: B018 - (parsed on access: a bad port raises here, not in the first request)
+    except ValueError as exc:
+        fail(f"--db {render.safe_line(given)}: not a server URL ({one_line(str(exc))}): give http://HOST:PORT")
+    if not parts.hostname or any(c.isspace() or not c.isprintable() for c in given):
+        fail(f"--db {render.safe_line(given)}: not a server URL: give http://HOST:PORT")
+    return given
+
+
 def db_label(url: str) -> str:
-    """How an error names the database: a SQLite file's path, else the URL without its password."""
+    """How an error names the database: a SQLite file's path, a server's URL, else the URL without its
+    password."""
     from sessionstore.store.sqlite_file import plain_path
+
+    if is_server_url(url):
+        return url
 
     path = plain_path(url)
     if path is not None:  # (what SQLAlchemy's parser gives for it, without loading SQLAlchemy)
@@ -370,7 +407,8 @@ class Ctx:
         """Whose sessions every command reads and writes (``--tenant``)."""
         self.create = create
         """Whether opening may create the database (a command that writes), or needs it to exist."""
-        self._store: SessionStore | None = None
+        self._store: Store | None = None
+        self._local: SessionStore | None = None
         self._session_ids: dict[str, str] = {}
 
     @property
@@ -378,14 +416,32 @@ class Ctx:
         return self.url or default_url()
 
     @property
-    def store(self) -> SessionStore:
+    def store(self) -> Store:
+        """The store the commands work on: a :class:`~sessionstore.client.RemoteSessionStore` with
+        ``$SESSIONSTORE_TOKEN`` for a server URL (its tenant is the token's), else the database."""
         if self._store is None:
+            if self.url is not None and is_server_url(self.url):
+                from sessionstore.client import RemoteSessionStore
+
+                self._store = RemoteSessionStore(self.url, token=os.environ.get(ENV_TOKEN) or None)
+                return self._store
+            self._store = self.local_store
+        return self._store
+
+    @property
+    def local_store(self) -> SessionStore:
+        """The database itself, for the commands that need it (:data:`LOCAL_ONLY_COMMANDS`, which
+        refuse a server URL before they run)."""
+        if self._local is None:
+            if self.url is not None and is_server_url(self.url):  # (a caller that did not check first)
+                raise InvalidInputError("this command works on the database itself, not on a server")
             with database_errors(self.resolved_url):
                 from sessionstore.api import SessionStore
 
-                self._store = SessionStore(self.url, durability=self.durability,  # type: ignore[arg-type]
+                self._local = SessionStore(self.url, durability=self.durability,  # type: ignore[arg-type]
                                            create=self.create, tenant=self.tenant)
-        return self._store
+            self._store = self._local
+        return self._local
 
     def session_id(self, given: str) -> str:
         """An exact session id, or a unique prefix of one (resolved once per command)."""
@@ -440,7 +496,7 @@ class Ctx:
         raise SessionNotFoundError(given)
 
     def close(self) -> None:
-        store, self._store = self._store, None
+        store, self._store, self._local = self._store, None, None
         if store is not None:
             store.close()
 
@@ -615,7 +671,8 @@ def _expected(value: str | None) -> Any:
 
 The database is --db URL, else ${ENV_URL}, else the SQLite file
 {default_db_path()} (created on first use). PostgreSQL: postgresql://user@host/db
-(pip install 'sessionstore[postgres]').
+(pip install 'sessionstore[postgres]'). A server ('sessionstore serve'): --db http://HOST:PORT,
+the token in ${ENV_TOKEN}.
 
 SESSION arguments accept a unique prefix of a session id; entry ids (ENTRY, --leaf,
 --first-kept, --expected-leaf) a unique prefix of at least 4 characters. An exact id
@@ -623,7 +680,9 @@ always wins; an ambiguous prefix is refused with its candidates."""
 )
 @click.option("--db", "url", metavar="URL", envvar=ENV_URL, default=None, show_envvar=True,
               help=f"Database URL, or the path of a SQLite file (default: sqlite:///{default_db_path()})."
-                   " Commands that only read never create it.")
+                   " Commands that only read never create it. http://HOST:PORT (or https://) is a"
+                   f" 'sessionstore serve': the commands work on it with the token in ${ENV_TOKEN}"
+                   " (its tenant is the token's).")
 @click.option("--tenant", metavar="T", envvar=ENV_TENANT, default=DEFAULT_TENANT, show_envvar=True,
               show_default=True,
               help="Whose sessions the command sees: every read, list, search, stats, sync, import and write is"
@@ -637,8 +696,26 @@ def cli(context: click.Context, url: str | None, tenant: str, durability: str) -
         check_tenant(tenant)
     except InvalidInputError as exc:
         fail(f"--tenant: {exc}")
+    if url is not None and is_server_url(url):
+        _check_server_use(context)
     context.obj = Ctx(None if url is None else command_line_url(url), durability,
                       create=context.invoked_subcommand not in READ_ONLY_COMMANDS, tenant=tenant)
+
+
+def _check_server_use(context: click.Context) -> None:
+    """Refuse, before anything runs, what a server URL cannot do: a command that needs the database
+    itself, and a tenant of the command line's (the server takes it from the token alone)."""
+    command = context.invoked_subcommand
+    if command in LOCAL_ONLY_COMMANDS:
+        fail(f"{command} works on the database itself, not on a server: give it the database's URL"
+             f" (--db sqlite:///... or postgresql://...) where it runs")
+    source = context.get_parameter_source("tenant")
+    if source is click.core.ParameterSource.COMMANDLINE:
+        fail("--tenant cannot go with a server URL: the server takes the tenant from the token alone"
+             f" (${ENV_TOKEN})")
+    if source is click.core.ParameterSource.ENVIRONMENT:
+        fail(f"${ENV_TENANT} cannot go with a server URL: the server takes the tenant from the token alone"
+             f" (${ENV_TOKEN})")
 
 
 # -- import / export / read -------------------------------------------------------------------

@@ -88,7 +88,7 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
         fail(f"--no-auth is refused on --host {host}: it is not a loopback address (127.0.0.0/8, ::1, localhost)")
     if (ssl_certfile is None) != (ssl_keyfile is None):
         fail("--ssl-certfile and --ssl-keyfile go together")
-    ctx.store.close()  # (opened once here: a bad database is one error line before anything listens)
+    ctx.local_store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,

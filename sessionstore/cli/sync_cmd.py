@@ -93,7 +93,7 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, include_del
       sessionstore sync                 # once
       sessionstore sync --watch         # keep mirroring; Ctrl-C stops
     """
-    store = ctx.store
+    store = ctx.local_store
     root = directory if directory is not None else default_sessions_dir()
     if not watching:
         bar = _Bar(not silent and not as_json and sys.stderr.isatty())

@@ -52,7 +52,7 @@ def create(ctx: Ctx, tenant: str | None, scope: str, name: str | None, expires: 
     from sessionstore.service import tokens  # (lazily: --help loads no database layer)
 
     when = None if expires is None else expiry(expires)
-    info, text = tokens.create_token(ctx.store, tenant=tenant or ctx.tenant, scope=scope, name=name, expires=when)
+    info, text = tokens.create_token(ctx.local_store, tenant=tenant or ctx.tenant, scope=scope, name=name, expires=when)
     if as_json:
         emit_json({**info.to_json(), "token": text})
         return
@@ -70,7 +70,7 @@ def list_cmd(ctx: Ctx, tenant: str | None, as_json: bool) -> None:
     """List tokens (never their secrets), oldest first: ID, TENANT, SCOPE, NAME, CREATED, EXPIRES, REVOKED."""
     from sessionstore.service import tokens  # (lazily: --help loads no database layer)
 
-    found = tokens.list_tokens(ctx.store, tenant=tenant)
+    found = tokens.list_tokens(ctx.local_store, tenant=tenant)
     if as_json:
         emit_json([info.to_json() for info in found])
         return
@@ -93,7 +93,7 @@ def revoke(ctx: Ctx, token_id: str, as_json: bool) -> None:
     """Revoke the token ID (its public id, as token list shows it): it is refused from now on."""
     from sessionstore.service import tokens  # (lazily: --help loads no database layer)
 
-    info = tokens.revoke_token(ctx.store, token_id)
+    info = tokens.revoke_token(ctx.local_store, token_id)
     if as_json:
         emit_json(info.to_json())
     else:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import problems, routes_read, routes_write
+from sessionstore.service import problems, routes_lookup, routes_read, routes_write
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 
@@ -41,6 +41,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     _add_error_handlers(app)
     app.include_router(routes_read.router)
     app.include_router(routes_write.router)
+    app.include_router(routes_lookup.router)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "PUT", "DELETE"],

@@ -10,17 +10,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from sessionstore.errors import InvalidInputError
 from sessionstore.store.records import UNSET
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
-    from sessionstore.api import SessionStore
+    from sessionstore.api import ContextResult, Leaf
+    from sessionstore.catalog.stats import SessionStatsReport
+    from sessionstore.models.wire import SessionEntryDict
     from sessionstore.store.records import ImportResult, SessionInfo
 
 Json = dict[str, Any]
+
+
+class Store(Protocol):
+    """What a view reads of a store: a ``SessionStore``, or a ``RemoteSessionStore`` (the CLI's
+    ``--db http://...``), whose methods have the same names, parameters and results."""
+
+    def session(self, session_id: str) -> SessionInfo: ...
+
+    def path(self, session_id: str, leaf_id: Leaf = ...) -> list[SessionEntryDict]: ...
+
+    def labels(self, session_id: str) -> dict[str, Any]: ...
+
+    def context(self, session_id: str, *, leaf_id: Leaf = ..., provider_safe: bool = ...) -> ContextResult: ...
+
+    def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int: ...
+
+    def stats(self, session_id: str) -> SessionStatsReport: ...
 
 
 def json_bytes(value: Any) -> bytes:
@@ -33,7 +52,7 @@ def json_line(value: Any) -> bytes:
     return js_dumpb(value) + b"\n"
 
 
-def session_item(store: SessionStore, info: SessionInfo) -> Json:
+def session_item(store: Store, info: SessionInfo) -> Json:
     """A session as ``ls --json`` lists it (and the service returns it): the session's facts
     (``SessionInfo.to_json``, which holds ``leafId``) and ``sourceGone``: whether the file a synced
     session mirrors no longer exists on this host (``None`` for a session not synced)."""
@@ -42,7 +61,7 @@ def session_item(store: SessionStore, info: SessionInfo) -> Json:
     return {**info.to_json(), "sourceGone": gone}
 
 
-def session_list(store: SessionStore, infos: Iterable[SessionInfo]) -> list[Json]:
+def session_list(store: Store, infos: Iterable[SessionInfo]) -> list[Json]:
     """``ls --json``'s array: :func:`session_item` of each session, in the given order."""
     return [session_item(store, info) for info in infos]
 
@@ -83,7 +102,7 @@ def payload_of(context: Any, *, provider: str, model: str) -> Any:
     return build_payload(context, provider=provider, model=model)
 
 
-def context_payload(store: SessionStore, session_id: str, *, provider: str, model: str, leaf_id: Any = UNSET,
+def context_payload(store: Store, session_id: str, *, provider: str, model: str, leaf_id: Any = UNSET,
                     provider_safe: bool = False, system_prompt: str | None = None) -> Any:
     """``context --payload``'s value: the request body pi-ai sends for the session's context at the leaf
     (or ``leaf_id``), with ``system_prompt`` when given."""
@@ -94,7 +113,7 @@ def context_payload(store: SessionStore, session_id: str, *, provider: str, mode
     return payload_of(context_of, provider=provider, model=model)
 
 
-def compaction_plan(store: SessionStore, session_id: str, keep_recent_tokens: int) -> Json:
+def compaction_plan(store: Store, session_id: str, keep_recent_tokens: int) -> Json:
     """``compact --plan --json``'s value: ``{"compact": true, ...the plan}``, or ``{"compact": false,
     "reason"}`` when there is nothing to compact (an answer, not a failure)."""
     from sessionstore.context.compaction import plan_or_reason

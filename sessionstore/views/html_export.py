@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
-    from sessionstore.api import SessionStore
+    from sessionstore.views import Store
 
 GENERATOR = "sessionstore export --html"
 _DATA_MARK = "{{DATA}}"
@@ -119,7 +119,7 @@ def _html_text(text: str) -> str:
             .replace("'", "&#39;"))
 
 
-def session_meta(store: SessionStore, session_id: str) -> dict[str, Any]:
+def session_meta(store: Store, session_id: str) -> dict[str, Any]:
     """What the page shows besides the entries: leaf, name, labels, stats, the context's entry ids."""
     info = store.session(session_id)
     context = store.context(session_id)
@@ -139,7 +139,7 @@ def session_meta(store: SessionStore, session_id: str) -> dict[str, Any]:
     }
 
 
-def write_session_html(store: SessionStore, session_id: str, fp: IO[bytes]) -> int:
+def write_session_html(store: Store, session_id: str, fp: IO[bytes]) -> int:
     """Write the session as one self-contained HTML page to ``fp``; returns the entries written."""
     meta = session_meta(store, session_id)
     name = meta["name"]

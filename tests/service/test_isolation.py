@@ -55,6 +55,8 @@ SESSION_ROUTES = [
     Route("GET", "/v1/sessions/{sid}/stats", "/v1/sessions/{session_id}/stats"),
     Route("GET", "/v1/sessions/{sid}/export?format=jsonl", "/v1/sessions/{session_id}/export"),
     Route("GET", "/v1/sessions/{sid}/export?format=html", "/v1/sessions/{session_id}/export"),
+    Route("GET", "/v1/sessions/{sid}/entry-ids?prefix=a1", "/v1/sessions/{session_id}/entry-ids"),
+    Route("GET", "/v1/sessions/{sid}/entries/{eid}", "/v1/sessions/{session_id}/entries/{entry_id}"),
 ]
 """Routes that name a session: B on A's id must answer as B on an id that exists nowhere."""
 
