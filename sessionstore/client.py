@@ -18,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import io
 import math
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -124,6 +127,33 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
 
 
 
+UPLOAD_CHUNK = 1 << 20
+"""Bytes of an import's body read and sent at a time."""
+
+
+@contextmanager
+def _seekable(source: str | Path | IO[bytes]) -> Iterator[IO[bytes]]:
+    """``source`` as a binary file that can be read again from where it starts (a retry sends the body
+    again): a path is opened, a seekable stream used as it is, any other stream (a pipe) spooled to a
+    temporary file first, so an import's memory stays bounded by a chunk whatever the file's size."""
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as fp:
+            yield fp
+        return
+    try:
+        source.tell()
+        seekable = source.seekable()
+    except (OSError, ValueError):
+        seekable = False
+    if seekable:
+        yield source
+        return
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(source, spool, UPLOAD_CHUNK)
+        spool.seek(0)
+        yield spool
+
+
 def _header_id(data: bytes) -> str:
     """The session id in the header line of a JSONL file's bytes ("" when it has none)."""
     try:
@@ -200,7 +230,7 @@ class RemoteSessionStore:
 
     # -- transport -----------------------------------------------------------------------------
     def _request(self, method: str, path: str, *, session_id: str | None = None, json: Any = UNSET,
-                 content: bytes | None = None, media: str = "application/json",
+                 content: bytes | Callable[[], Iterator[bytes]] | None = None, media: str = "application/json",
                  params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
                  ok: tuple[int, ...] = (200, 201, 204)) -> httpx.Response:
         sent = dict(headers or {})
@@ -213,7 +243,8 @@ class RemoteSessionStore:
         delay = 0.05
         for attempt in range(self._retries + 1):
             try:
-                response = self._http.request(method, path, content=content, params=params, headers=sent)
+                body = content() if callable(content) else content  # (a stream starts again on each attempt)
+                response = self._http.request(method, path, content=body, params=params, headers=sent)
             except (httpx.TransportError, httpx.RemoteProtocolError):
                 if attempt == self._retries:
                     raise errors.StoreError(f"the server at {self.url} did not answer {method} {path}") from None
@@ -293,17 +324,27 @@ class RemoteSessionStore:
     # -- import / export -----------------------------------------------------------------------
     def import_jsonl(self, source: str | Path | IO[bytes], *, lenient: bool = False, replace: bool = False,
                      progress: Any = None) -> ImportResult:
-        data = Path(source).read_bytes() if isinstance(source, (str, Path)) else source.read()
-        if progress is not None:
-            progress(len(data))
-        try:
-            item = self._request("POST", "/v1/imports", content=data, media="application/jsonl",
-                                 params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
-        except errors.SessionExistsError as exc:
-            exc.session_id = _header_id(data)  # (the library's error names the session; the problem's text only)
-            raise
-        except errors.JsonlError as exc:  # (named as the library names the source, not as the server its body)
-            raise _renamed(exc, _source_name(source)) from None
+        with _seekable(source) as body:
+            start = body.tell()
+
+            def chunks() -> Iterator[bytes]:
+                body.seek(start)
+                sent = 0
+                while chunk := body.read(UPLOAD_CHUNK):
+                    sent += len(chunk)
+                    if progress is not None:
+                        progress(sent)
+                    yield chunk
+
+            try:
+                item = self._request("POST", "/v1/imports", content=chunks, media="application/jsonl",
+                                     params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
+            except errors.SessionExistsError as exc:
+                body.seek(start)
+                exc.session_id = _header_id(body.readline())  # (the library's error names the session)
+                raise
+            except errors.JsonlError as exc:  # (named as the library names the source, not as the server its body)
+                raise _renamed(exc, _source_name(source)) from None
         return ImportResult(
             session_id=item["sessionId"], entries=item["entries"], leaf_id=item.get("leafId"),
             skipped=tuple(SkippedLine(line=s["line"], reason=s["reason"]) for s in item.get("skipped", ())),
