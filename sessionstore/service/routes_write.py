@@ -1,8 +1,8 @@
 """The routes that write (SPEC 15): create, delete, append, move the leaf, fork, compact, import.
 
 Each reads its own body (so the limits of the middleware and the library's JSON rules apply, not a
-framework's), runs the store call in a worker thread, and answers with the session's ``ETag``. Every POST
-honours ``Idempotency-Key``: the same key and body replay the first 2xx response without writing.
+framework's), runs the store call in a worker thread, and answers with the session's ``ETag``. Every
+write route honours ``Idempotency-Key`` (see :func:`idempotent`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from starlette.responses import Response
 
 from sessionstore import views
 from sessionstore.api import SessionStore
-from sessionstore.errors import InvalidInputError
-from sessionstore.service import bodies, idempotency
+from sessionstore.errors import InvalidInputError, SessionStoreError
+from sessionstore.service import bodies, idempotency, problems
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
 from sessionstore.service.problems import ProblemError
@@ -147,8 +147,11 @@ def _created(store: SessionStore, session_id: str) -> Response:
 
 # -- Idempotency-Key --------------------------------------------------------------------------
 def _fingerprint(request: Request, body: bytes | str) -> str:
+    """The request's identity for ``Idempotency-Key``: method, raw path, query, ``If-Match`` (a condition
+    changes what the request asks for) and body."""
     digest = hashlib.sha256()
-    for part in (request.method, request.scope.get("raw_path", b"").decode("latin-1"), request.url.query):
+    for part in (request.method, request.scope.get("raw_path", b"").decode("latin-1"), request.url.query,
+                 request.headers.get("if-match", "")):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(body.encode() if isinstance(body, str) else body)
     return digest.hexdigest()
@@ -166,7 +169,11 @@ def _key(request: Request) -> str | None:
 async def idempotent(request: Request, who: Caller, fingerprint: str | None,
                      run: Callable[[], Awaitable[Response]]) -> Response:
     """``run()``, unless the request's ``Idempotency-Key`` was seen with the same ``fingerprint`` (the
-    first 2xx response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED)."""
+    first response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED).
+
+    The first response is kept whatever its outcome, a refusal too (a 412, a 404, a 409: the request
+    was answered and a retry gets that answer), except a 5xx: the request was not served (the database
+    was away), so a retry runs again, as ``Retry-After`` invites."""
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
@@ -179,8 +186,13 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
     if stored is not None:
         headers = {**dict(stored.headers), "Idempotent-Replayed": "true"}
         return Response(stored.body, status_code=stored.status, headers=headers)
-    response = await run()
-    if 200 <= response.status_code < 300:
+    try:
+        response = await run()
+    except ProblemError as exc:
+        response = problems.from_problem_error(exc)
+    except SessionStoreError as exc:
+        response = problems.from_problem_error(problems.for_store_error(exc))
+    if response.status_code < 500:
         kept = {name: value for name, value in response.headers.items() if name in REPLAYED_HEADERS}
         await run_in_threadpool(records.remember, who.tenant, key, fingerprint, response.status_code, kept,
                                 bytes(response.body))
@@ -218,12 +230,15 @@ async def create_session(request: Request, store: WriterStore,
 
 
 @router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS)
-async def delete_session(session_id: str, request: Request, store: WriterStore) -> Response:
+async def delete_session(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
     expected = bodies.expected_leaf(request)
 
-    await run_in_threadpool(store.delete_session, session_id, expected_leaf=expected)
-    return Response(status_code=204)
+    def delete() -> Response:
+        store.delete_session(session_id, expected_leaf=expected)
+        return Response(status_code=204)
+
+    return await idempotent(request, who, _fingerprint(request, b""), lambda: run_in_threadpool(delete))
 
 
 ENTRY_SCHEMA: dict[str, Any] = {"type": "object", "description": "a pi v3 entry; id, parentId and timestamp"
@@ -260,10 +275,10 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
 
 @router.put("/sessions/{session_id:id}/leaf", response_class=Response, openapi_extra=_model_schema(MoveLeaf),
             responses={200: {"model": LeafMoved, "description": "the new leaf"}, **ERRORS})
-async def move_leaf(session_id: str, request: Request, store: WriterStore) -> Response:
+async def move_leaf(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Move the leaf to an entry (a branch), or before the first one (``null``)."""
     expected = bodies.expected_leaf(request)
-    value, _raw = await _read(request)
+    value, raw = await _read(request)
     body = _validated(MoveLeaf, value)
 
     def move() -> Response:
@@ -273,7 +288,7 @@ async def move_leaf(session_id: str, request: Request, store: WriterStore) -> Re
             store.branch(session_id, body.leafId, expected_leaf=expected)
         return json_response({"leafId": body.leafId}, 200, {"ETag": bodies.etag(body.leafId)})
 
-    return await run_in_threadpool(move)
+    return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(move))
 
 
 @router.post("/sessions/{session_id:id}/fork", status_code=201, response_class=Response,
