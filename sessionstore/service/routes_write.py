@@ -14,6 +14,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Annotated, Any, TypeVar
 
+import anyio
 import anyio.from_thread
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,6 +34,8 @@ router = APIRouter(prefix="/v1", tags=["write"])
 M = TypeVar("M", bound=BaseModel)
 
 JSON_TYPE = "application/json"
+KEY_IN_USE_WAIT = 10.0
+"""How long a request waits for the answer of a running request with its ``Idempotency-Key``."""
 REPLAYED_HEADERS = ("content-type", "etag", "location")
 """The headers of a response an ``Idempotency-Key`` replays with its body."""
 
@@ -112,7 +115,8 @@ def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": description} for status, description in (
         (400, "BAD_JSON, INVALID_INPUT"), (401, "UNAUTHORIZED"), (403, "FORBIDDEN"), (404, "NOT_FOUND"),
-        (409, "SESSION_EXISTS, DUPLICATE_ID"), (412, "LEAF_CONFLICT"), (413, "PAYLOAD_TOO_LARGE"),
+        (409, "SESSION_EXISTS, DUPLICATE_ID, IDEMPOTENCY_KEY_IN_USE"), (412, "LEAF_CONFLICT"),
+        (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"), (422, "INVALID_INPUT, INVALID_ENTRY, IDEMPOTENCY_KEY_REUSED"),
     )
 }
@@ -173,29 +177,46 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
 
     The first response is kept whatever its outcome, a refusal too (a 412, a 404, a 409: the request
     was answered and a retry gets that answer), except a 5xx: the request was not served (the database
-    was away), so a retry runs again, as ``Retry-After`` invites."""
+    was away), so a retry runs again, as ``Retry-After`` invites. A retry arriving while the first
+    request still runs waits for its answer (up to :data:`KEY_IN_USE_WAIT` seconds, then 409
+    IDEMPOTENCY_KEY_IN_USE with ``Retry-After``): it never runs the request a second time."""
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
     records = idempotency.IdempotencyRecords(request.app.state.store)
-    try:
-        stored = await run_in_threadpool(records.replay, who.tenant, key, fingerprint)
-    except idempotency.KeyReused:
-        raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
-                           "this Idempotency-Key was used with another request: use a new key") from None
+    waited = 0.0
+    while True:
+        try:
+            stored = await run_in_threadpool(records.begin, who.tenant, key, fingerprint)
+            break
+        except idempotency.KeyReused:
+            raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
+                               "this Idempotency-Key was used with another request: use a new key") from None
+        except idempotency.KeyInUse:
+            if waited >= KEY_IN_USE_WAIT:
+                raise ProblemError(409, "IDEMPOTENCY_KEY_IN_USE", "a request with this Idempotency-Key is still"
+                                   " running: retry later", headers={"Retry-After": "1"}) from None
+            await anyio.sleep(0.05)  # (a retry racing the first request waits for its answer)
+            waited += 0.05
     if stored is not None:
         headers = {**dict(stored.headers), "Idempotent-Replayed": "true"}
         return Response(stored.body, status_code=stored.status, headers=headers)
     try:
-        response = await run()
-    except ProblemError as exc:
-        response = problems.from_problem_error(exc)
-    except SessionStoreError as exc:
-        response = problems.from_problem_error(problems.for_store_error(exc))
+        try:
+            response = await run()
+        except ProblemError as exc:
+            response = problems.from_problem_error(exc)
+        except SessionStoreError as exc:
+            response = problems.from_problem_error(problems.for_store_error(exc))
+    except BaseException:
+        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
+        raise
     if response.status_code < 500:
         kept = {name: value for name, value in response.headers.items() if name in REPLAYED_HEADERS}
-        await run_in_threadpool(records.remember, who.tenant, key, fingerprint, response.status_code, kept,
+        await run_in_threadpool(records.finish, who.tenant, key, fingerprint, response.status_code, kept,
                                 bytes(response.body))
+    else:
+        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
     return response
 
 

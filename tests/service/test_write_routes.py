@@ -10,7 +10,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -287,6 +287,23 @@ def test_a_replayed_import_is_the_first_answer(http: httpx.Client) -> None:
     assert [e["message"]["content"] for e in lines(http, sid)] == ["hi"]
 
 
+def test_retries_racing_the_first_request_write_once(server: Server) -> None:
+    """Retries sent while the first request with their key still runs (a client that timed out): one
+    of them runs, every other answers with its response (or 409 IDEMPOTENCY_KEY_IN_USE), none writes."""
+    token = mint(server, "writes", "write")
+    with server.client(token) as client:
+        sid = new_session(client)
+    for round_ in range(3):
+        key = uuid.uuid4().hex
+        answers = at_once(server, token, 6, lambda client, _, key=key, text=f"race-{round_}": client.post(
+            path_of(sid) + "/entries", json=message(text), headers=keyed(key)))
+        done = [a for a in answers if a.status_code == 201]
+        assert done and {a.content for a in done} == {done[0].content}, [a.text for a in answers]
+        assert all(a.status_code == 201 or a.json()["code"] == "IDEMPOTENCY_KEY_IN_USE" for a in answers)
+    with server.client(token) as client:
+        assert [e["message"]["content"] for e in lines(client, sid)] == ["race-0", "race-1", "race-2"]
+
+
 def test_a_key_with_another_request_is_422_and_writes_nothing(http: httpx.Client) -> None:
     sid = new_session(http)
     key = uuid.uuid4().hex
@@ -460,23 +477,30 @@ def workers(service_db_url: str, start_server: StartServer) -> Server:
     return start_server(service_db_url, "--workers", "2")
 
 
-def race(server: Server, token: str, sid: str, leaf: str, round_: int) -> list[httpx.Response]:
-    """Two clients, each on a new connection, append with ``If-Match: "<leaf>"`` at the same moment."""
+def at_once(server: Server, token: str, count: int,
+            send: Callable[[httpx.Client, int], httpx.Response]) -> list[httpx.Response]:
+    """``send(client, n)`` from ``count`` threads at the same moment, each on a new connection."""
     answers: list[httpx.Response] = []
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(count)
 
-    def append(who: int) -> None:
+    def one(n: int) -> None:
         with fresh(server, token) as mine:
             barrier.wait()
-            answers.append(mine.post(path_of(sid) + "/entries", json=message(f"r{round_}c{who}"),
-                                     headers={"If-Match": f'"{leaf}"', "X-Request-Id": f"cas-{round_}-{who}"}))
+            answers.append(send(mine, n))
 
-    threads = [threading.Thread(target=append, args=(who,)) for who in (0, 1)]
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     return answers
+
+
+def race(server: Server, token: str, sid: str, leaf: str, round_: int) -> list[httpx.Response]:
+    """Two clients append with ``If-Match: "<leaf>"`` at the same moment."""
+    return at_once(server, token, 2, lambda client, who: client.post(
+        path_of(sid) + "/entries", json=message(f"r{round_}c{who}"),
+        headers={"If-Match": f'"{leaf}"', "X-Request-Id": f"cas-{round_}-{who}"}))
 
 
 def test_two_workers_serve_requests_and_compare_and_set_holds_across_them(workers: Server, server: Server) -> None:
