@@ -157,6 +157,7 @@ def test_one_entry_per_request_without_places_is_stored_as_the_typed_appends_sto
     {"type": "message", "message": {"role": "user"}},
     {"type": "label", "targetId": "no-such-entry", "label": "x"},
     {"type": "context_edit", "targetId": "no-such-entry", "replacement": None},
+    {"type": "compaction", "summary": "s", "firstKeptEntryId": "no-such-entry", "tokensBefore": 1},
     {"type": "session", "version": 3},
     {"type": "bogus"},
 ])
@@ -164,7 +165,7 @@ def test_a_bad_entry_in_a_batch_is_named_and_nothing_is_written(http: httpx.Clie
     sid = new_session(http)
     response = http.post(path_of(sid) + "/entries", json=[message("a"), message("b"), bad])
     assert response.status_code in (404, 422), response.text
-    assert "entries[2]" in response.json()["detail"]
+    assert "entries[2]" in response.json()["detail"] and response.json()["entry"] == 2
     assert "Traceback" not in response.text
     assert lines(http, sid) == []
 
@@ -404,6 +405,8 @@ def test_each_scope_may_do_what_it_should(server: Server) -> None:
         assert admin.post(path_of(sid) + "/fork", json={"id": "scoped-fork"}).status_code == 201
         assert admin.post(path_of(sid) + "/compact", json={"summary": "s", "firstKeptEntryId": leaf}).status_code == 201
         assert admin.delete(path_of("scoped-fork")).status_code == 204
+        exported = admin.get(path_of(sid) + "/export?format=jsonl").content
+        assert admin.post("/v1/imports?replace=true", content=exported, headers=JSONL).status_code == 201
         for route in ("", "/tree", "/context", "/stats", "/export?format=jsonl"):
             assert admin.get(path_of(sid) + route).status_code == 200, route
     with server.client(mint(server, "scopes", "write")) as writer:
