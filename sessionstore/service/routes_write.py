@@ -108,8 +108,23 @@ def _request_schema(schema: dict[str, Any], media: tuple[str, ...] = (JSON_TYPE,
     return {"requestBody": {"required": True, "content": {m: {"schema": schema} for m in media}}}
 
 
-def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return _request_schema(model.model_json_schema())
+def _model_schema(model: type[BaseModel], *headers: str) -> dict[str, Any]:
+    return {**_request_schema(model.model_json_schema()), **_headers(*headers)}
+
+
+HEADERS: dict[str, str] = {
+    "Idempotency-Key": "Retries are safe: the same key and request within 24 h answer the first response"
+                       " again (a refusal too, a 5xx not) and write nothing; another request with the key: 422"
+                       " IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE.",
+    "If-Match": 'Compare-and-set: "<leafId>" or "root" (the session\'s ETag); another leaf: 412 LEAF_CONFLICT'
+                " with currentLeafId, nothing written.",
+}
+
+
+def _headers(*names: str) -> dict[str, Any]:
+    """The OpenAPI ``parameters`` of the request headers ``names`` (read by the routes themselves)."""
+    return {"parameters": [{"name": name, "in": "header", "required": False, "description": HEADERS[name],
+                            "schema": {"type": "string"}} for name in names]}
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -229,7 +244,8 @@ async def _read(request: Request) -> tuple[Any, bytes]:
 
 
 # -- routes ------------------------------------------------------------------------------------
-@router.post("/sessions", status_code=201, response_class=Response, openapi_extra=_model_schema(CreateSession),
+@router.post("/sessions", status_code=201, response_class=Response,
+             openapi_extra=_model_schema(CreateSession, "Idempotency-Key"),
              responses={201: {"model": SessionItem, "description": "the session's ls --json item"}, **ERRORS})
 async def create_session(request: Request, store: WriterStore,
                          who: CallerDep) -> Response:
@@ -250,7 +266,8 @@ async def create_session(request: Request, store: WriterStore,
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(create))
 
 
-@router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS)
+@router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS,
+               openapi_extra=_headers("If-Match", "Idempotency-Key"))
 async def delete_session(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
     expected = bodies.expected_leaf(request)
@@ -267,7 +284,8 @@ ENTRY_SCHEMA: dict[str, Any] = {"type": "object", "description": "a pi v3 entry;
 
 
 @router.post("/sessions/{session_id:id}/entries", status_code=201, response_class=Response,
-             openapi_extra=_request_schema({"oneOf": [ENTRY_SCHEMA, {"type": "array", "items": ENTRY_SCHEMA}]}),
+             openapi_extra={**_request_schema({"oneOf": [ENTRY_SCHEMA, {"type": "array", "items": ENTRY_SCHEMA}]}),
+                            **_headers("If-Match", "Idempotency-Key")},
              responses={201: {"model": Appended, "description": "the entries' ids and parents"}, **ERRORS})
 async def append_entries(session_id: str, request: Request, store: WriterStore,
                          who: CallerDep) -> Response:
@@ -294,7 +312,8 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(append))
 
 
-@router.put("/sessions/{session_id:id}/leaf", response_class=Response, openapi_extra=_model_schema(MoveLeaf),
+@router.put("/sessions/{session_id:id}/leaf", response_class=Response,
+            openapi_extra=_model_schema(MoveLeaf, "If-Match", "Idempotency-Key"),
             responses={200: {"model": LeafMoved, "description": "the new leaf"}, **ERRORS})
 async def move_leaf(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Move the leaf to an entry (a branch), or before the first one (``null``)."""
@@ -313,7 +332,7 @@ async def move_leaf(session_id: str, request: Request, store: WriterStore, who: 
 
 
 @router.post("/sessions/{session_id:id}/fork", status_code=201, response_class=Response,
-             openapi_extra=_model_schema(Fork),
+             openapi_extra=_model_schema(Fork, "Idempotency-Key"),
              responses={201: {"model": SessionItem, "description": "the new session's ls --json item"}, **ERRORS})
 async def fork(session_id: str, request: Request, store: WriterStore,
                who: CallerDep) -> Response:
@@ -330,7 +349,7 @@ async def fork(session_id: str, request: Request, store: WriterStore,
 
 
 @router.post("/sessions/{session_id:id}/compact", status_code=201, response_class=Response,
-             openapi_extra=_model_schema(Compact),
+             openapi_extra=_model_schema(Compact, "If-Match", "Idempotency-Key"),
              responses={201: {"description": "the compaction entry", "content": {JSON_TYPE: {}}}, **ERRORS})
 async def compact(session_id: str, request: Request, store: WriterStore,
                   who: CallerDep) -> Response:
@@ -355,7 +374,7 @@ JSONL_SCHEMA = {"type": "string", "description": "a pi session file (JSONL, v1-v
 
 
 @router.post("/imports", status_code=201, response_class=Response,
-             openapi_extra=_request_schema(JSONL_SCHEMA, bodies.JSONL_TYPES),
+             openapi_extra={**_request_schema(JSONL_SCHEMA, bodies.JSONL_TYPES), **_headers("Idempotency-Key")},
              responses={201: {"description": "the import --json item", "content": {JSON_TYPE: {}}}, **ERRORS})
 async def import_session(
     store: WriterStore, who: CallerDep, request: Request,

@@ -554,3 +554,14 @@ def test_an_idempotency_key_replays_on_the_other_worker(workers: Server, server:
         else:
             raise AssertionError("every replay went to the first worker")
         assert len(lines(client, sid)) == 1
+
+
+def test_openapi_names_the_headers_each_write_route_reads(http: httpx.Client) -> None:
+    paths = http.get("/openapi.json").json()["paths"]
+    for path, method, conditional in [
+            ("/v1/sessions", "post", False), ("/v1/sessions/{session_id}", "delete", True),
+            ("/v1/sessions/{session_id}/entries", "post", True), ("/v1/sessions/{session_id}/leaf", "put", True),
+            ("/v1/sessions/{session_id}/fork", "post", False), ("/v1/sessions/{session_id}/compact", "post", True),
+            ("/v1/imports", "post", False)]:
+        headers = {p["name"] for p in paths[path][method]["parameters"] if p["in"] == "header"}
+        assert headers == ({"If-Match", "Idempotency-Key"} if conditional else {"Idempotency-Key"}), path
