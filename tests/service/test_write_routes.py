@@ -565,3 +565,18 @@ def test_openapi_names_the_headers_each_write_route_reads(http: httpx.Client) ->
             ("/v1/imports", "post", False)]:
         headers = {p["name"] for p in paths[path][method]["parameters"] if p["in"] == "header"}
         assert headers == ({"If-Match", "Idempotency-Key"} if conditional else {"Idempotency-Key"}), path
+
+
+def test_retries_racing_across_workers_write_once(workers: Server, server: Server) -> None:
+    token = mint(server, "workers", "write")
+    with fresh(workers, token) as client:
+        sid = new_session(client)
+    for round_ in range(3):
+        key = uuid.uuid4().hex
+        answers = at_once(workers, token, 4, lambda client, n, key=key, round_=round_: client.post(
+            path_of(sid) + "/entries", json=message(f"w{round_}"),
+            headers={**keyed(key), "X-Request-Id": f"wrace-{key}-{n}"}))
+        done = [a for a in answers if a.status_code == 201]
+        assert done and {a.content for a in done} == {done[0].content}, [a.text for a in answers]
+    with fresh(workers, token) as client:
+        assert [e["message"]["content"] for e in lines(client, sid)] == ["w0", "w1", "w2"]
