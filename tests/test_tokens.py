@@ -146,3 +146,24 @@ def test_the_token_commands(db_url: str) -> None:
         failed = _cli(db_url, *args)
         assert failed.returncode == 2, (args, failed.stdout, failed.stderr)
         assert failed.stderr.startswith("error:") and needle in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_a_claimed_key_is_in_use_until_finished_or_released(store: SessionStore) -> None:
+    records = idempotency.IdempotencyRecords(store)
+    assert records.begin("acme", "claim", "f1", now=10_000) is None  # (claimed: run the request)
+    with pytest.raises(idempotency.KeyInUse):
+        records.begin("acme", "claim", "f1", now=11_000)
+    with pytest.raises(idempotency.KeyInUse):
+        records.replay("acme", "claim", "f1", now=11_000)
+    with pytest.raises(idempotency.KeyReused):
+        records.begin("acme", "claim", "f2", now=11_000)
+    assert records.begin("other", "claim", "f1", now=11_000) is None  # (per tenant)
+    records.finish("acme", "claim", "f1", 412, {"content-type": "application/problem+json"}, b"refused")
+    stored = records.begin("acme", "claim", "f1", now=12_000)
+    assert stored is not None and (stored.status, stored.body) == (412, b"refused")
+    records.release("other", "claim", "f1")
+    assert records.begin("other", "claim", "f1", now=13_000) is None  # (released: runs again)
+    later = 13_000 + idempotency.ABANDONED_MS
+    assert records.begin("other", "claim", "f1", now=later) is None  # (a dead server's claim is taken over)
+    with pytest.raises(idempotency.KeyInUse):
+        records.begin("other", "claim", "f1", now=later + 1)

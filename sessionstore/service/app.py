@@ -47,18 +47,20 @@ def create_app(config: ServiceConfig) -> FastAPI:
                            allow_methods=["GET", "POST", "PUT", "DELETE"],
                            allow_headers=["Authorization", "Content-Type", "If-Match", "Idempotency-Key",
                                           "X-Request-Id"],
-                           expose_headers=["ETag", "Location", "X-Request-Id", "Retry-After"])
+                           expose_headers=["ETag", "Location", "X-Request-Id", "X-Last-Seq", "Retry-After",
+                                           "Idempotent-Replayed"])
     app.add_middleware(ServiceMiddleware, limits=config.limits)  # (outermost: ids and limits for all)
     return app
 
 
 def _configure_logging() -> None:
     """The access log and the service's errors, one line each on stderr (uvicorn's own access log is off:
-    it would not carry the request id)."""
+    it would not carry the request id). Each line names the worker's process id (``[1234]``), so a
+    request can be traced to its worker under ``--workers N``."""
     logger = logging.getLogger("sessionstore.service")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(name)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False

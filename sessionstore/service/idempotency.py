@@ -3,10 +3,13 @@
 and writes nothing.
 
 A record holds the request's fingerprint (the server's hash of method, path, query and body); the same
-key with another fingerprint is :class:`KeyReused`. Two requests racing with one new key both run (each
-found no record); the first to :meth:`IdempotencyRecords.remember` is kept and the second's answer is not
-recorded (no error): a later retry replays the first. Records older than the window are ignored, and
-removed whenever a record is written.
+key with another fingerprint is :class:`KeyReused`. The server claims a key before it runs the request
+(:meth:`IdempotencyRecords.begin` writes a *pending* record, one insert that the key's primary key makes
+atomic across workers), then :meth:`~IdempotencyRecords.finish` stores the answer, or
+:meth:`~IdempotencyRecords.release` drops the claim (an answer not to keep): a retry racing the first
+request finds the claim (:class:`KeyInUse`) instead of running a second time. A claim older than
+:data:`ABANDONED_MS` is taken to be a dead server's and may be claimed again. Records older than the window
+are ignored, and removed whenever a key is claimed or recorded.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from sessionstore.models.timestamps import now_ms
@@ -27,8 +30,19 @@ WINDOW_MS = 24 * 3600 * 1000
 """How long a key's first answer is replayed."""
 
 
+ABANDONED_MS = 10 * 60 * 1000
+"""How old a pending claim may grow before a request with its key may claim it again (its server died)."""
+
+PENDING = 0
+"""The status of a record whose request still runs (no HTTP status is 0)."""
+
+
 class KeyReused(Exception):
     """The key was used (within the window) with a request of another fingerprint."""
+
+
+class KeyInUse(Exception):
+    """A request with the key (and this fingerprint) is running now: its answer is not known yet."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,8 @@ class IdempotencyRecords:
 
     def replay(self, tenant: str, key: str, fingerprint: str, *, now: int | None = None) -> Stored | None:
         """The answer recorded for ``key`` with this ``fingerprint``; ``None`` for a key not seen within
-        the window; :class:`KeyReused` for a key seen with another fingerprint."""
+        the window; :class:`KeyReused` for a key seen with another fingerprint; :class:`KeyInUse` while
+        its request runs."""
         table = schema.idempotency
         since = (now_ms() if now is None else now) - WINDOW_MS
         with self._engine.connect() as conn:
@@ -58,6 +73,8 @@ class IdempotencyRecords:
             return None
         if row.fingerprint != fingerprint:
             raise KeyReused(key)
+        if row.status == PENDING:
+            raise KeyInUse(key)
         return Stored(status=row.status, headers=dict(json.loads(row.headers)), body=bytes(row.body))
 
     def remember(self, tenant: str, key: str, fingerprint: str, status: int, headers: Mapping[str, str],
@@ -75,3 +92,54 @@ class IdempotencyRecords:
         except IntegrityError:  # (another request with the key was recorded first)
             return False
         return True
+
+    def begin(self, tenant: str, key: str, fingerprint: str, *, now: int | None = None) -> Stored | None:
+        """Claim ``key`` for the request of ``fingerprint``: ``None`` when the caller now holds it (run the
+        request, then :meth:`finish` or :meth:`release`); the recorded answer when there is one;
+        :class:`KeyInUse` while another request holds it; :class:`KeyReused` for another fingerprint."""
+        table = schema.idempotency
+        stamp = now_ms() if now is None else now
+        for _ in range(3):  # (a record removed between the insert and the read: try again)
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(delete(table).where(table.c.created_ms <= stamp - WINDOW_MS))
+                    conn.execute(insert(table).values(
+                        tenant=tenant, key=key, fingerprint=fingerprint, status=PENDING, headers="{}", body=b"",
+                        created_ms=stamp))
+                return None
+            except IntegrityError:
+                pass
+            with self._engine.begin() as conn:
+                row = conn.execute(select(table).where(table.c.tenant == tenant, table.c.key == key)).first()
+                if row is None:
+                    continue
+                if row.fingerprint != fingerprint:
+                    raise KeyReused(key)
+                if row.status != PENDING:
+                    return Stored(status=row.status, headers=dict(json.loads(row.headers)), body=bytes(row.body))
+                if row.created_ms > stamp - ABANDONED_MS:
+                    raise KeyInUse(key)
+                taken = conn.execute(update(table).where(
+                    table.c.tenant == tenant, table.c.key == key, table.c.status == PENDING,
+                    table.c.created_ms == row.created_ms).values(created_ms=stamp))
+                if taken.rowcount == 1:
+                    return None
+                raise KeyInUse(key)
+        raise KeyInUse(key)
+
+    def finish(self, tenant: str, key: str, fingerprint: str, status: int, headers: Mapping[str, str],
+               body: bytes) -> None:
+        """Record the answer to the request that :meth:`begin` let run (its claim becomes the record)."""
+        table = schema.idempotency
+        with self._engine.begin() as conn:
+            conn.execute(update(table).where(
+                table.c.tenant == tenant, table.c.key == key, table.c.fingerprint == fingerprint,
+                table.c.status == PENDING).values(status=status, headers=json.dumps(dict(headers)), body=bytes(body)))
+
+    def release(self, tenant: str, key: str, fingerprint: str) -> None:
+        """Drop the claim :meth:`begin` made, keeping no answer (a retry runs the request again)."""
+        table = schema.idempotency
+        with self._engine.begin() as conn:
+            conn.execute(delete(table).where(
+                table.c.tenant == tenant, table.c.key == key, table.c.fingerprint == fingerprint,
+                table.c.status == PENDING))

@@ -4,6 +4,7 @@ a token or an ``Authorization`` header."""
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -30,6 +31,10 @@ ERROR_TABLE: tuple[tuple[type[errors.SessionStoreError], int, str], ...] = (
     (errors.BackendUnavailableError, 503, "SERVICE_UNAVAILABLE"),
     (errors.StoreError, 503, "SERVICE_UNAVAILABLE"),
 )
+
+
+_ENTRY_PLACE = re.compile(r"entries\[(\d+)\]: ")
+"""The prefix ``append_entries`` gives a refusal of one entry of a batch (its documented text)."""
 
 
 class ProblemError(Exception):
@@ -67,6 +72,9 @@ def for_store_error(exc: errors.SessionStoreError) -> ProblemError:
         extra["currentLeafId"] = exc.actual
     if isinstance(exc, errors.JsonlError) and exc.line is not None:
         extra["line"] = exc.line
+    place = _ENTRY_PLACE.match(str(exc))
+    if place is not None:  # (which entry of an append's batch was refused: its index from 0)
+        extra["entry"] = int(place.group(1))
     for cls, status, code in ERROR_TABLE:
         if isinstance(exc, cls):
             headers = {"Retry-After": "1"} if status == 503 else None

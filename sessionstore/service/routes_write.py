@@ -1,8 +1,8 @@
 """The routes that write (SPEC 15): create, delete, append, move the leaf, fork, compact, import.
 
 Each reads its own body (so the limits of the middleware and the library's JSON rules apply, not a
-framework's), runs the store call in a worker thread, and answers with the session's ``ETag``. Every POST
-honours ``Idempotency-Key``: the same key and body replay the first 2xx response without writing.
+framework's), runs the store call in a worker thread, and answers with the session's ``ETag``. Every
+write route honours ``Idempotency-Key`` (see :func:`idempotent`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Annotated, Any, TypeVar
 
+import anyio
 import anyio.from_thread
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -22,8 +23,8 @@ from starlette.responses import Response
 
 from sessionstore import views
 from sessionstore.api import SessionStore
-from sessionstore.errors import InvalidInputError
-from sessionstore.service import bodies, idempotency
+from sessionstore.errors import InvalidInputError, SessionStoreError
+from sessionstore.service import bodies, idempotency, problems
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
 from sessionstore.service.problems import ProblemError
@@ -33,6 +34,8 @@ router = APIRouter(prefix="/v1", tags=["write"])
 M = TypeVar("M", bound=BaseModel)
 
 JSON_TYPE = "application/json"
+KEY_IN_USE_WAIT = 10.0
+"""How long a request waits for the answer of a running request with its ``Idempotency-Key``."""
 REPLAYED_HEADERS = ("content-type", "etag", "location")
 """The headers of a response an ``Idempotency-Key`` replays with its body."""
 
@@ -105,14 +108,30 @@ def _request_schema(schema: dict[str, Any], media: tuple[str, ...] = (JSON_TYPE,
     return {"requestBody": {"required": True, "content": {m: {"schema": schema} for m in media}}}
 
 
-def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return _request_schema(model.model_json_schema())
+def _model_schema(model: type[BaseModel], *headers: str) -> dict[str, Any]:
+    return {**_request_schema(model.model_json_schema()), **_headers(*headers)}
+
+
+HEADERS: dict[str, str] = {
+    "Idempotency-Key": "Retries are safe: the same key and request within 24 h answer the first response"
+                       " again (a refusal too, a 5xx not) and write nothing; another request with the key: 422"
+                       " IDEMPOTENCY_KEY_REUSED; while the first still runs: 409 IDEMPOTENCY_KEY_IN_USE.",
+    "If-Match": 'Compare-and-set: "<leafId>" or "root" (the session\'s ETag); another leaf: 412 LEAF_CONFLICT'
+                " with currentLeafId, nothing written.",
+}
+
+
+def _headers(*names: str) -> dict[str, Any]:
+    """The OpenAPI ``parameters`` of the request headers ``names`` (read by the routes themselves)."""
+    return {"parameters": [{"name": name, "in": "header", "required": False, "description": HEADERS[name],
+                            "schema": {"type": "string"}} for name in names]}
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": description} for status, description in (
         (400, "BAD_JSON, INVALID_INPUT"), (401, "UNAUTHORIZED"), (403, "FORBIDDEN"), (404, "NOT_FOUND"),
-        (409, "SESSION_EXISTS, DUPLICATE_ID"), (412, "LEAF_CONFLICT"), (413, "PAYLOAD_TOO_LARGE"),
+        (409, "SESSION_EXISTS, DUPLICATE_ID, IDEMPOTENCY_KEY_IN_USE"), (412, "LEAF_CONFLICT"),
+        (413, "PAYLOAD_TOO_LARGE"),
         (415, "UNSUPPORTED_MEDIA_TYPE"), (422, "INVALID_INPUT, INVALID_ENTRY, IDEMPOTENCY_KEY_REUSED"),
     )
 }
@@ -147,8 +166,11 @@ def _created(store: SessionStore, session_id: str) -> Response:
 
 # -- Idempotency-Key --------------------------------------------------------------------------
 def _fingerprint(request: Request, body: bytes | str) -> str:
+    """The request's identity for ``Idempotency-Key``: method, raw path, query, ``If-Match`` (a condition
+    changes what the request asks for) and body."""
     digest = hashlib.sha256()
-    for part in (request.method, request.scope.get("raw_path", b"").decode("latin-1"), request.url.query):
+    for part in (request.method, request.scope.get("raw_path", b"").decode("latin-1"), request.url.query,
+                 request.headers.get("if-match", "")):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(body.encode() if isinstance(body, str) else body)
     return digest.hexdigest()
@@ -166,24 +188,50 @@ def _key(request: Request) -> str | None:
 async def idempotent(request: Request, who: Caller, fingerprint: str | None,
                      run: Callable[[], Awaitable[Response]]) -> Response:
     """``run()``, unless the request's ``Idempotency-Key`` was seen with the same ``fingerprint`` (the
-    first 2xx response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED)."""
+    first response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED).
+
+    The first response is kept whatever its outcome, a refusal too (a 412, a 404, a 409: the request
+    was answered and a retry gets that answer), except a 5xx: the request was not served (the database
+    was away), so a retry runs again, as ``Retry-After`` invites. A retry arriving while the first
+    request still runs waits for its answer (up to :data:`KEY_IN_USE_WAIT` seconds, then 409
+    IDEMPOTENCY_KEY_IN_USE with ``Retry-After``): it never runs the request a second time."""
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
     records = idempotency.IdempotencyRecords(request.app.state.store)
-    try:
-        stored = await run_in_threadpool(records.replay, who.tenant, key, fingerprint)
-    except idempotency.KeyReused:
-        raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
-                           "this Idempotency-Key was used with another request: use a new key") from None
+    waited = 0.0
+    while True:
+        try:
+            stored = await run_in_threadpool(records.begin, who.tenant, key, fingerprint)
+            break
+        except idempotency.KeyReused:
+            raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
+                               "this Idempotency-Key was used with another request: use a new key") from None
+        except idempotency.KeyInUse:
+            if waited >= KEY_IN_USE_WAIT:
+                raise ProblemError(409, "IDEMPOTENCY_KEY_IN_USE", "a request with this Idempotency-Key is still"
+                                   " running: retry later", headers={"Retry-After": "1"}) from None
+            await anyio.sleep(0.05)  # (a retry racing the first request waits for its answer)
+            waited += 0.05
     if stored is not None:
         headers = {**dict(stored.headers), "Idempotent-Replayed": "true"}
         return Response(stored.body, status_code=stored.status, headers=headers)
-    response = await run()
-    if 200 <= response.status_code < 300:
+    try:
+        try:
+            response = await run()
+        except ProblemError as exc:
+            response = problems.from_problem_error(exc)
+        except SessionStoreError as exc:
+            response = problems.from_problem_error(problems.for_store_error(exc))
+    except BaseException:
+        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
+        raise
+    if response.status_code < 500:
         kept = {name: value for name, value in response.headers.items() if name in REPLAYED_HEADERS}
-        await run_in_threadpool(records.remember, who.tenant, key, fingerprint, response.status_code, kept,
+        await run_in_threadpool(records.finish, who.tenant, key, fingerprint, response.status_code, kept,
                                 bytes(response.body))
+    else:
+        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
     return response
 
 
@@ -196,7 +244,8 @@ async def _read(request: Request) -> tuple[Any, bytes]:
 
 
 # -- routes ------------------------------------------------------------------------------------
-@router.post("/sessions", status_code=201, response_class=Response, openapi_extra=_model_schema(CreateSession),
+@router.post("/sessions", status_code=201, response_class=Response,
+             openapi_extra=_model_schema(CreateSession, "Idempotency-Key"),
              responses={201: {"model": SessionItem, "description": "the session's ls --json item"}, **ERRORS})
 async def create_session(request: Request, store: WriterStore,
                          who: CallerDep) -> Response:
@@ -217,13 +266,17 @@ async def create_session(request: Request, store: WriterStore,
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(create))
 
 
-@router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS)
-async def delete_session(session_id: str, request: Request, store: WriterStore) -> Response:
+@router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS,
+               openapi_extra=_headers("If-Match", "Idempotency-Key"))
+async def delete_session(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
     expected = bodies.expected_leaf(request)
 
-    await run_in_threadpool(store.delete_session, session_id, expected_leaf=expected)
-    return Response(status_code=204)
+    def delete() -> Response:
+        store.delete_session(session_id, expected_leaf=expected)
+        return Response(status_code=204)
+
+    return await idempotent(request, who, _fingerprint(request, b""), lambda: run_in_threadpool(delete))
 
 
 ENTRY_SCHEMA: dict[str, Any] = {"type": "object", "description": "a pi v3 entry; id, parentId and timestamp"
@@ -231,7 +284,8 @@ ENTRY_SCHEMA: dict[str, Any] = {"type": "object", "description": "a pi v3 entry;
 
 
 @router.post("/sessions/{session_id:id}/entries", status_code=201, response_class=Response,
-             openapi_extra=_request_schema({"oneOf": [ENTRY_SCHEMA, {"type": "array", "items": ENTRY_SCHEMA}]}),
+             openapi_extra={**_request_schema({"oneOf": [ENTRY_SCHEMA, {"type": "array", "items": ENTRY_SCHEMA}]}),
+                            **_headers("If-Match", "Idempotency-Key")},
              responses={201: {"model": Appended, "description": "the entries' ids and parents"}, **ERRORS})
 async def append_entries(session_id: str, request: Request, store: WriterStore,
                          who: CallerDep) -> Response:
@@ -258,12 +312,13 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(append))
 
 
-@router.put("/sessions/{session_id:id}/leaf", response_class=Response, openapi_extra=_model_schema(MoveLeaf),
+@router.put("/sessions/{session_id:id}/leaf", response_class=Response,
+            openapi_extra=_model_schema(MoveLeaf, "If-Match", "Idempotency-Key"),
             responses={200: {"model": LeafMoved, "description": "the new leaf"}, **ERRORS})
-async def move_leaf(session_id: str, request: Request, store: WriterStore) -> Response:
+async def move_leaf(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
     """Move the leaf to an entry (a branch), or before the first one (``null``)."""
     expected = bodies.expected_leaf(request)
-    value, _raw = await _read(request)
+    value, raw = await _read(request)
     body = _validated(MoveLeaf, value)
 
     def move() -> Response:
@@ -273,11 +328,11 @@ async def move_leaf(session_id: str, request: Request, store: WriterStore) -> Re
             store.branch(session_id, body.leafId, expected_leaf=expected)
         return json_response({"leafId": body.leafId}, 200, {"ETag": bodies.etag(body.leafId)})
 
-    return await run_in_threadpool(move)
+    return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(move))
 
 
 @router.post("/sessions/{session_id:id}/fork", status_code=201, response_class=Response,
-             openapi_extra=_model_schema(Fork),
+             openapi_extra=_model_schema(Fork, "Idempotency-Key"),
              responses={201: {"model": SessionItem, "description": "the new session's ls --json item"}, **ERRORS})
 async def fork(session_id: str, request: Request, store: WriterStore,
                who: CallerDep) -> Response:
@@ -294,7 +349,7 @@ async def fork(session_id: str, request: Request, store: WriterStore,
 
 
 @router.post("/sessions/{session_id:id}/compact", status_code=201, response_class=Response,
-             openapi_extra=_model_schema(Compact),
+             openapi_extra=_model_schema(Compact, "If-Match", "Idempotency-Key"),
              responses={201: {"description": "the compaction entry", "content": {JSON_TYPE: {}}}, **ERRORS})
 async def compact(session_id: str, request: Request, store: WriterStore,
                   who: CallerDep) -> Response:
@@ -319,7 +374,7 @@ JSONL_SCHEMA = {"type": "string", "description": "a pi session file (JSONL, v1-v
 
 
 @router.post("/imports", status_code=201, response_class=Response,
-             openapi_extra=_request_schema(JSONL_SCHEMA, bodies.JSONL_TYPES),
+             openapi_extra={**_request_schema(JSONL_SCHEMA, bodies.JSONL_TYPES), **_headers("Idempotency-Key")},
              responses={201: {"description": "the import --json item", "content": {JSON_TYPE: {}}}, **ERRORS})
 async def import_session(
     store: WriterStore, who: CallerDep, request: Request,
