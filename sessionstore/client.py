@@ -8,8 +8,8 @@ error classes; :class:`AsyncRemoteSessionStore` is its async twin.
 
 Writes go to the write routes; reads without a route of their own (path, entry, children, labels,
 leaf, context) are computed here from the session's entries with the library's own functions.
-Retries are safe: a dropped connection or a 503 is retried with backoff; every POST carries one
-``Idempotency-Key`` for all its attempts, and every append names its entries' ids, parents and
+Retries are safe: a dropped connection, a 503 or a key still in use is retried with backoff; every
+write (POST, PUT, DELETE) carries one ``Idempotency-Key`` for all its attempts, and every append names its entries' ids, parents and
 timestamps, so a retried append that had been stored is a no-op on the server.
 """
 
@@ -127,6 +127,17 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
 
 
 
+def _key_in_use(response: httpx.Response) -> bool:
+    """Whether ``response`` says the request's Idempotency-Key is still held by its first attempt (409
+    ``IDEMPOTENCY_KEY_IN_USE``): the retry waits for ``Retry-After`` and asks again."""
+    if response.status_code != 409 or not response.headers.get("content-type", "").startswith("application/problem"):
+        return False
+    try:
+        return bool(response.json().get("code") == "IDEMPOTENCY_KEY_IN_USE")
+    except (ValueError, AttributeError):
+        return False
+
+
 UPLOAD_CHUNK = 1 << 20
 """Bytes of an import's body read and sent at a time."""
 
@@ -238,7 +249,7 @@ class RemoteSessionStore:
             content = js_dumpb(json)
         if content is not None:
             sent["Content-Type"] = media
-        if method == "POST" and self._idempotency_keys:
+        if method in ("POST", "PUT", "DELETE") and self._idempotency_keys:
             sent["Idempotency-Key"] = uuid.uuid4().hex  # (one key for every attempt of this call)
         delay = 0.05
         for attempt in range(self._retries + 1):
@@ -251,7 +262,7 @@ class RemoteSessionStore:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            if response.status_code in RETRY_STATUSES and attempt < self._retries:
+            if (response.status_code in RETRY_STATUSES or _key_in_use(response)) and attempt < self._retries:
                 time.sleep(min(float(response.headers.get("retry-after", delay)), 5.0))
                 delay = min(delay * 2, 2.0)
                 continue

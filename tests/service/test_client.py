@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from sessionstore.errors import (
 )
 from sessionstore.store.records import UNSET
 from tests.builders import assistant, user
+from tests.paths import FIXTURES
 from tests.service.conftest import Server
 
 
@@ -107,7 +109,7 @@ class CuttingProxy:
                 if not chunk:
                     break
                 answer += chunk
-            if request not in self.seen and request.startswith((b"POST", b"PUT")):
+            if request not in self.seen and request.startswith((b"POST", b"PUT", b"DELETE")):
                 self.seen.add(request)
                 self.cut += 1
                 return  # (the server did the work; the client never hears of it)
@@ -126,7 +128,7 @@ def _missing(message: bytes) -> int:
     return 0
 
 
-def test_every_entry_is_stored_exactly_once_when_every_first_answer_is_lost(no_auth_server: Server) -> None:
+def test_every_write_is_done_exactly_once_when_every_first_answer_is_lost(no_auth_server: Server) -> None:
     port = int(no_auth_server.base_url.rsplit(":", 1)[1])
     proxy = CuttingProxy(port)
     try:
@@ -135,11 +137,16 @@ def test_every_entry_is_stored_exactly_once_when_every_first_answer_is_lost(no_a
             sid = store.create_session(cwd="/retry")
             ids = [store.append_message(sid, user(f"m{n}")) for n in range(5)]
             ids += store.append_entries(sid, [{"type": "custom", "customType": "c", "data": n} for n in range(3)])
-        assert proxy.cut == 7  # (the create, five appends and one batch: each stored by its first attempt)
+            store.branch(sid, ids[6])  # (a leaf move and a delete are retried by their Idempotency-Key)
+            doomed = store.create_session(cwd="/retry-doomed")
+            store.delete_session(doomed)
+        assert proxy.cut == 10  # (each write was done by its first attempt, whose answer was lost)
         with SessionStore(no_auth_server.url) as local:
             stored = [e["id"] for e in local.entries(sid)]
             assert stored == ids
+            assert local.leaf(sid) == ids[6]
             assert len([s for s in local.list_sessions(cwd="/retry")]) == 1
+            assert not local.list_sessions(cwd="/retry-doomed")
     finally:
         proxy.close()
 
@@ -257,3 +264,23 @@ def test_a_missing_target_is_the_typed_appends_error_over_http(remote: RemoteSes
     with pytest.raises(EntryNotFoundError):
         remote.append_context_edit(sid, "nope", None)
     assert remote.leaf(sid) == first
+
+
+def test_an_import_from_a_pipe_is_streamed_and_stored_whole(remote: RemoteSessionStore,
+                                                             no_auth_server: Server) -> None:
+    source = FIXTURES / "pi" / "large-session.jsonl"
+    read_fd, write_fd = os.pipe()
+
+    def feed() -> None:
+        with open(write_fd, "wb") as pipe:
+            pipe.write(source.read_bytes())
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    seen: list[int] = []
+    with open(read_fd, "rb") as pipe:
+        result = remote.import_jsonl(pipe, replace=True, progress=seen.append)
+    feeder.join()
+    assert seen[-1] == source.stat().st_size and seen == sorted(seen)
+    with SessionStore(no_auth_server.url) as local:
+        assert local.session(result.session_id).entry_count == result.entries
