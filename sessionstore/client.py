@@ -9,8 +9,9 @@ error classes; :class:`AsyncRemoteSessionStore` is its async twin.
 Writes go to the write routes; reads without a route of their own (path, entry, children, labels,
 leaf, context) are computed here from the session's entries with the library's own functions.
 Retries are safe: a dropped connection, a 503 or a key still in use is retried with backoff; every
-write (POST, PUT, DELETE) carries one ``Idempotency-Key`` for all its attempts, and every append names its entries' ids, parents and
-timestamps, so a retried append that had been stored is a no-op on the server.
+write (POST, PUT, DELETE) carries one ``Idempotency-Key`` for all its attempts, and every append names
+its entries' ids, parents and timestamps, so a retried append that had been stored is a no-op on the
+server.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def error_from_problem(status: int, problem: Mapping[str, Any], session_id: str 
         line = problem.get("line")
         exc.path, exc.line, exc.reason = "-", line if isinstance(line, int) else None, detail
     elif isinstance(exc, (errors.SessionNotFoundError, errors.SessionExistsError)):
-        exc.session_id = session_id or ""
+        exc.session_id = session_id or str(problem.get("sessionId", ""))
     elif isinstance(exc, errors.EntryNotFoundError):
         exc.session_id, exc.entry_id = session_id or "", ""
     return exc
@@ -163,16 +164,6 @@ def _seekable(source: str | Path | IO[bytes]) -> Iterator[IO[bytes]]:
         shutil.copyfileobj(source, spool, UPLOAD_CHUNK)
         spool.seek(0)
         yield spool
-
-
-def _header_id(data: bytes) -> str:
-    """The session id in the header line of a JSONL file's bytes ("" when it has none)."""
-    try:
-        header = parse_line(data.split(b"\n", 1)[0])
-    except Exception:  # (the server read this header: a refusal of it is not this function's to report)
-        return ""
-    found = header.get("id") if isinstance(header, dict) else None
-    return found if isinstance(found, str) else ""
 
 
 def _source_name(source: str | Path | IO[bytes]) -> str:
@@ -350,10 +341,6 @@ class RemoteSessionStore:
             try:
                 item = self._request("POST", "/v1/imports", content=chunks, media="application/jsonl",
                                      params={"lenient": str(lenient).lower(), "replace": str(replace).lower()}).json()
-            except errors.SessionExistsError as exc:
-                body.seek(start)
-                exc.session_id = _header_id(body.readline())  # (the library's error names the session)
-                raise
             except errors.JsonlError as exc:  # (named as the library names the source, not as the server its body)
                 raise _renamed(exc, _source_name(source)) from None
         return ImportResult(

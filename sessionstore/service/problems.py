@@ -70,6 +70,8 @@ def for_store_error(exc: errors.SessionStoreError) -> ProblemError:
     extra: dict[str, Any] = {"storeCode": exc.code}
     if isinstance(exc, errors.LeafConflictError):
         extra["currentLeafId"] = exc.actual
+    if isinstance(exc, errors.SessionExistsError):
+        extra["sessionId"] = exc.session_id
     if isinstance(exc, errors.JsonlError) and exc.line is not None:
         extra["line"] = exc.line
     place = _ENTRY_PLACE.match(str(exc))

@@ -12,7 +12,7 @@ import io
 import tempfile
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import IO, Annotated, Any, TypeVar
+from typing import IO, Annotated, Any, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -370,6 +370,9 @@ async def compact(session_id: str, request: Request, store: WriterStore,
     return await idempotent(request, who, _fingerprint(request, raw), lambda: run_in_threadpool(run))
 
 
+BODY_NAME = "request body"
+"""How an import's errors name the file they read (``request body:LINE: ...``)."""
+
 JSONL_SCHEMA = {"type": "string", "description": "a pi session file (JSONL, v1-v3)"}
 
 
@@ -394,8 +397,19 @@ async def import_session(
             await run_in_threadpool(spool.write, chunk)
         spool.seek(0)
         fingerprint = _fingerprint(request, digest.hexdigest())
+        named = _NamedSpool(spool)
         return await idempotent(request, who, fingerprint,
-                                lambda: run_in_threadpool(_import, store, spool, lenient, replace))
+                                lambda: run_in_threadpool(_import, store, named, lenient, replace))
+
+
+class _NamedSpool(io.BufferedReader):
+    """A spooled body read as the streamed one is named in errors (a temporary file's name is its
+    descriptor's number)."""
+
+    name = BODY_NAME
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        super().__init__(cast(Any, spool))
 
 
 def _import(store: SessionStore, source: IO[bytes] | io.BufferedReader, lenient: bool, replace: bool) -> Response:
@@ -408,7 +422,7 @@ class _BodyReader(io.RawIOBase):
     """The request body as a binary file for a worker thread: each read takes the next chunk from the
     event loop, so the import holds one chunk (and one line) at a time."""
 
-    name = "request body"
+    name = BODY_NAME
 
     def __init__(self, stream: AsyncIterator[bytes]) -> None:
         self._stream = stream

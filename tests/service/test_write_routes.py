@@ -288,6 +288,16 @@ def test_a_replayed_import_is_the_first_answer(http: httpx.Client) -> None:
     assert [e["message"]["content"] for e in lines(http, sid)] == ["hi"]
 
 
+@pytest.mark.parametrize("key", [None, "bad-line-key"])
+def test_an_import_error_names_the_request_body_and_its_line(http: httpx.Client, key: str | None) -> None:
+    header = {"type": "session", "version": 3, "id": f"bad-{uuid.uuid4().hex[:8]}", "cwd": "/i",
+              "timestamp": "2026-01-01T00:00:00.000Z"}
+    body = (json.dumps(header) + "\n{not json\n").encode()
+    headers = {**JSONL, **(keyed(f"{key}-{uuid.uuid4().hex}") if key else {})}
+    answer = assert_problem(http.post("/v1/imports", content=body, headers=headers), 422, "INVALID_INPUT")
+    assert answer["detail"].startswith("request body:2:") and answer["line"] == 2, answer
+
+
 def test_retries_racing_the_first_request_write_once(server: Server) -> None:
     """Retries sent while the first request with their key still runs (a client that timed out): one
     of them runs, every other answers with its response (or 409 IDEMPOTENCY_KEY_IN_USE), none writes."""
