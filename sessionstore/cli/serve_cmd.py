@@ -71,11 +71,14 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--body-min-rate", type=click.IntRange(min=1), default=Limits.body_min_rate, show_default=True,
               metavar="BYTES", help="Each BYTES of body received extend --body-timeout by one second, so a"
                                     " body trickling in slower than BYTES a second is dropped.")
+@click.option("--token-cache", type=click.FloatRange(min=0), default=ServiceConfig.token_cache, show_default=True,
+              metavar="SECONDS", help="Trust a verified token this long without looking it up again (a revoked"
+                                      " token is refused within SECONDS; 0: look up every request).")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
-          max_entries: int, body_timeout: float, body_min_rate: int) -> None:
+          max_entries: int, body_timeout: float, body_min_rate: int, token_cache: float) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on Ctrl-C.
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -89,7 +92,7 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
     if (ssl_certfile is None) != (ssl_keyfile is None):
         fail("--ssl-certfile and --ssl-keyfile go together")
     ctx.local_store.close()  # (opened once here: a bad database is one error line before anything listens)
-    config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins,
+    config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins, token_cache=token_cache,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,
                                          body_min_rate=body_min_rate))

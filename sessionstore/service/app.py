@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import problems, routes_lookup, routes_read, routes_write
+from sessionstore.service import problems, routes_lookup, routes_read, routes_write, tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 
@@ -37,6 +37,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app = FastAPI(title="sessionstore", version="1", lifespan=lifespan,
                   description="Coding-agent sessions (pi-compatible) over HTTP: SPEC sections 15-16.")
     app.state.config = config
+    app.state.verified_tokens = tokens.VerifiedTokens(config.token_cache)
     _configure_logging()
     _add_error_handlers(app)
     app.include_router(routes_read.router)

@@ -2,7 +2,8 @@
 
 The application keeps one :class:`SessionStore` (``app.state.store``, one engine); each request gets the
 caller's tenant's view of it (``for_tenant``: same engine, cheap). The caller is resolved once per request
-and kept on ``request.state.caller``.
+and kept on ``request.state.caller``. The dependencies are coroutines: a token verified a moment ago
+(:class:`~sessionstore.service.tokens.VerifiedTokens`) costs no worker thread; a lookup runs in one.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from sessionstore.api import SessionStore
 from sessionstore.protocol import Scope
@@ -35,7 +37,7 @@ def _unauthorized(detail: str, *, presented: bool) -> ProblemError:
     return ProblemError(401, "UNAUTHORIZED", detail, headers={"WWW-Authenticate": challenge})
 
 
-def _authenticate(request: Request) -> Caller:
+async def _authenticate(request: Request) -> Caller:
     config: ServiceConfig = request.app.state.config
     if config.no_auth:
         return Caller(tenant="default", scope="admin", token_id=None)
@@ -46,18 +48,21 @@ def _authenticate(request: Request) -> Caller:
     presented = presented.strip()
     if scheme.lower() != "bearer" or not presented:
         raise _unauthorized("the Authorization header is not 'Bearer <token>'", presented=True)
-    try:
-        info = tokens.authenticate(request.app.state.store, presented)
-    except tokens.TokenRefused as exc:
-        raise _unauthorized(f"the token was refused: {exc.reason}", presented=True) from None
+    verified: tokens.VerifiedTokens = request.app.state.verified_tokens
+    info = verified.known(presented)  # (a token seen a moment ago: no database, no worker thread)
+    if info is None:
+        try:
+            info = await run_in_threadpool(verified.authenticate, request.app.state.store, presented)
+        except tokens.TokenRefused as exc:
+            raise _unauthorized(f"the token was refused: {exc.reason}", presented=True) from None
     return Caller(tenant=info.tenant, scope=info.scope, token_id=info.id)
 
 
-def caller(request: Request) -> Caller:
+async def caller(request: Request) -> Caller:
     """The authenticated caller; 401 UNAUTHORIZED (with ``WWW-Authenticate: Bearer``) otherwise."""
     known: Caller | None = getattr(request.state, "caller", None)
     if known is None:
-        known = _authenticate(request)
+        known = await _authenticate(request)
         request.state.caller = known
     return known
 
@@ -67,14 +72,14 @@ def _store_for(request: Request, who: Caller) -> SessionStore:
     return base.for_tenant(who.tenant)
 
 
-def reader(request: Request) -> SessionStore:
+async def reader(request: Request) -> SessionStore:
     """The caller's tenant's store, for any scope."""
-    return _store_for(request, caller(request))
+    return _store_for(request, await caller(request))
 
 
-def writer(request: Request) -> SessionStore:
+async def writer(request: Request) -> SessionStore:
     """The caller's tenant's store for a write: scope ``write`` or ``admin``, else 403 FORBIDDEN."""
-    who = caller(request)
+    who = await caller(request)
     if who.scope not in ("write", "admin"):
         raise ProblemError(403, "FORBIDDEN", f"a {who.scope!r} token may not write")
     return _store_for(request, who)

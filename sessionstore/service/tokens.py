@@ -16,6 +16,8 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -165,3 +167,48 @@ def authenticate(store: Any, presented: str, *, now: datetime | None = None) -> 
     if row.expires is not None and _parse(row.expires) <= (now or datetime.now(UTC)):
         raise TokenRefused("expired")
     return _row_info(row)
+
+
+class VerifiedTokens:
+    """Tokens :func:`authenticate` accepted in the last ``seconds``, kept by the SHA-256 of their text, so
+    that the requests of one caller cost one lookup per ``seconds``, not one each. A revoked token is
+    refused again at most ``seconds`` after its revocation (per worker); an expired one at once (its
+    expiry is checked on every use). ``seconds`` 0 looks every request up. At most ``size`` are kept."""
+
+    def __init__(self, seconds: float, *, size: int = 4096) -> None:
+        self.seconds = seconds
+        self.size = size
+        self._known: dict[bytes, tuple[float, datetime | None, TokenInfo]] = {}
+        self._lock = threading.Lock()
+
+    def known(self, presented: str, *, now: datetime | None = None) -> TokenInfo | None:
+        """The info of ``presented`` if it was accepted less than ``seconds`` ago and has not expired
+        since; ``None``: it must be looked up (:meth:`authenticate`). No database access."""
+        if self.seconds <= 0:
+            return None
+        key = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
+        found = self._known.get(key)
+        if found is None:
+            return None
+        checked, expires, info = found
+        if time.monotonic() - checked > self.seconds or (
+                expires is not None and expires <= (now or datetime.now(UTC))):
+            with self._lock:
+                self._known.pop(key, None)
+            return None
+        return info
+
+    def authenticate(self, store: Any, presented: str, *, now: datetime | None = None) -> TokenInfo:
+        """:meth:`known`'s info, else :func:`authenticate`'s (kept when it accepts the token)."""
+        info = self.known(presented, now=now)
+        if info is not None:
+            return info
+        info = authenticate(store, presented, now=now)
+        if self.seconds > 0:
+            key = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
+            expires = _parse(info.expires) if info.expires is not None else None
+            with self._lock:
+                if len(self._known) >= self.size:
+                    self._known.pop(next(iter(self._known)))
+                self._known[key] = (time.monotonic(), expires, info)
+        return info

@@ -20,6 +20,7 @@ from sqlalchemy import delete
 
 from sessionstore.api import SessionStore
 from sessionstore.service import tokens
+from sessionstore.service.config import ServiceConfig
 from sessionstore.store import schema
 from tests.service.conftest import Server, StartServer, sessionstore_command
 from tests.service.test_server_core import assert_problem, path_of
@@ -401,9 +402,37 @@ def test_revoked_expired_deleted_unknown_and_malformed_tokens_are_401(server: Se
     done = subprocess.run([*sessionstore_command(), "--db", server.url, "token", "revoke", revoked.split("_")[1]],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+    revoked_at = time.monotonic()
+    with server.client(revoked) as client:  # (trusted for at most --token-cache seconds after its last lookup)
+        while client.get("/v1/sessions").status_code == 200:
+            assert time.monotonic() - revoked_at < ServiceConfig.token_cache + 0.5
+            time.sleep(0.05)
     unknown = "ss_" + "q" * 16 + "_" + revoked.rsplit("_", 1)[-1]
     for token in (revoked, expired, deleted, unknown, "ss_short_abc", revoked + "x", revoked.upper()):
         _refused(server, token)
+
+
+def test_with_token_cache_0_a_revocation_is_refused_at_once(service_db_url: str, start_server: StartServer) -> None:
+    uncached = start_server(service_db_url, "--token-cache", "0")
+    with SessionStore(uncached.url) as store:
+        info, token = tokens.create_token(store, tenant="uncached", scope="read")
+        with uncached.client(token) as client:
+            assert client.get("/v1/sessions").status_code == 200
+            tokens.revoke_token(store, info.id)
+            assert_problem(client.get("/v1/sessions"), 401, "UNAUTHORIZED")
+
+
+def test_a_cached_token_still_expires_on_time() -> None:
+    with SessionStore("sqlite://") as store:
+        now = datetime.now(UTC)
+        _, token = tokens.create_token(store, tenant="t", scope="read", expires=now + timedelta(hours=1), now=now)
+        verified = tokens.VerifiedTokens(60.0)
+        assert verified.authenticate(store, token, now=now).tenant == "t"
+        assert verified.known(token, now=now + timedelta(minutes=59)) is not None  # (no lookup)
+        assert verified.known(token, now=now + timedelta(hours=1)) is None
+        with pytest.raises(tokens.TokenRefused, match="expired"):
+            verified.authenticate(store, token, now=now + timedelta(hours=1))
+        assert tokens.VerifiedTokens(0).known(token) is None  # (0: nothing is kept)
 
 
 def test_each_scope_may_do_what_it_should(server: Server) -> None:
