@@ -59,16 +59,23 @@ class Pipe:
         return True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
-        self._buffer += data
-        if len(self._buffer) >= CHUNK:
-            view = memoryview(self._buffer)
-            whole = len(view) - len(view) % CHUNK
-            pieces = [bytes(view[at:at + CHUNK]) for at in range(0, whole, CHUNK)]
-            view.release()
-            del self._buffer[:whole]
-            for piece in pieces:
-                self._send(piece)
-        return len(data)
+        # Whole chunks go out straight from ``data`` (a store writer's page can be megabytes: it is not
+        # copied whole again); only the tail waits in the buffer for the next write.
+        rest = memoryview(data).cast("B")
+        size = len(rest)
+        if self._buffer:
+            taken = CHUNK - len(self._buffer)
+            self._buffer += rest[:taken]
+            rest = rest[taken:]
+            if len(self._buffer) < CHUNK:
+                return size
+            self._send(bytes(self._buffer))
+            self._buffer.clear()
+        while len(rest) >= CHUNK:
+            self._send(bytes(rest[:CHUNK]))
+            rest = rest[CHUNK:]
+        self._buffer += rest
+        return size
 
     def flush(self) -> None:
         """Nothing to do: the bytes go out a chunk at a time, the rest when the writer returns."""

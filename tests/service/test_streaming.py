@@ -199,3 +199,30 @@ def test_a_failure_after_the_first_byte_cuts_the_connection(tmp_path: Path, star
             with pytest.raises(httpx.RemoteProtocolError):
                 response.read()
         assert client.get("/v1/sessions/broken").status_code == 200  # (the server goes on)
+
+
+def test_the_pipe_sends_writes_of_any_size_in_whole_chunks() -> None:
+    import anyio
+
+    from sessionstore.service.streaming import CHUNK, Pipe
+
+    sizes = [0, 1, 100, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7, 700_000, 5]
+    parts = [bytes([n]) * size for n, size in enumerate(sizes * 3)]
+
+    async def run() -> list[bytes]:
+        sending, chunks = anyio.create_memory_object_stream[bytes](10_000)
+        pipe = Pipe(sending)
+
+        def write() -> None:
+            for part in parts:
+                assert pipe.write(part) == len(part)
+            pipe.close_out()
+
+        await anyio.to_thread.run_sync(write)
+        sending.close()
+        with chunks:
+            return [chunk async for chunk in chunks]
+
+    got = anyio.run(run)
+    assert b"".join(got) == b"".join(parts)
+    assert {len(chunk) for chunk in got[:-1]} == {CHUNK} and 0 < len(got[-1]) <= CHUNK
