@@ -1,8 +1,8 @@
 """The routes that read (SPEC 15): each body is the CLI output of the same name, made by the same function.
 
-A whole-session body (context, tree, export, entries) is written by the store's own writer into a spooled
-temporary file in a worker thread (in memory up to :data:`SPOOL_MEMORY`, on disk beyond), then streamed
-in chunks: memory stays bounded, and an error (a missing session) is a problem response, not a cut body.
+A whole-session body (context, tree, export, entries) is written by the store's own writer in a worker
+thread and sent while it is written (:mod:`sessionstore.service.streaming`): memory stays bounded, and an
+error before the first byte (a missing session) is a problem response, not a cut body.
 """
 
 from __future__ import annotations
@@ -10,53 +10,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import tempfile
-from collections.abc import Callable, Iterator
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from sessionstore import views
 from sessionstore.api import SessionStore
 from sessionstore.catalog.defaults import HITS_PER_SESSION
+from sessionstore.errors import StoreError
 from sessionstore.models import js
 from sessionstore.service import bodies
 from sessionstore.service.deps import ReaderStore
 from sessionstore.service.problems import ProblemError
+from sessionstore.service.streaming import Pipe, PipedResponse, piped
 from sessionstore.store.records import UNSET, SessionInfo
 
 router = APIRouter(prefix="/v1", tags=["read"])
 
 JSON_TYPE = "application/json"
 JSONL_TYPE = "application/jsonl"
-SPOOL_MEMORY = 8 * 1024 * 1024
-"""Bytes of a streamed body kept in memory before the spool goes to disk."""
-CHUNK = 64 * 1024
 
 
 def _json(value: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(views.json_bytes(value), media_type=JSON_TYPE, headers=headers)
-
-
-async def _streamed(write: Callable[[IO[bytes]], object], media_type: str,
-                    headers: dict[str, str] | None = None) -> StreamingResponse:
-    """``write(fp)`` run in a worker thread into a spool, then sent in chunks."""
-    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115 (closed by the iterator)
-    try:
-        await run_in_threadpool(write, spool)
-    except BaseException:
-        spool.close()
-        raise
-    spool.seek(0)
-
-    def chunks() -> Iterator[bytes]:
-        with spool:
-            while chunk := spool.read(CHUNK):
-                yield chunk
-
-    return StreamingResponse(chunks(), media_type=media_type, headers=headers)
 
 
 def _since(since: str | None) -> int | None:
@@ -148,7 +126,7 @@ async def get_session(session_id: str, store: ReaderStore) -> Response:
 async def get_context(session_id: str, store: ReaderStore, leaf: str | None = None,
                       provider_safe: Annotated[bool, Query(alias="providerSafe")] = False) -> Response:
     """What a model call at the leaf (or ``leaf``) gets: ``context --json``, streamed."""
-    return await _streamed(lambda fp: store.write_context_json(session_id, fp, leaf_id=_leaf(leaf),
+    return piped(lambda fp: store.write_context_json(session_id, fp, leaf_id=_leaf(leaf),
                                                                provider_safe=provider_safe), JSON_TYPE)
 
 
@@ -156,7 +134,7 @@ async def get_context(session_id: str, store: ReaderStore, leaf: str | None = No
             responses={200: {"description": "tree --json", "content": {JSON_TYPE: {}}}})
 async def get_tree(session_id: str, store: ReaderStore) -> Response:
     """The entry tree: ``tree --json``, streamed."""
-    return await _streamed(lambda fp: store.write_tree_json(session_id, fp), JSON_TYPE)
+    return piped(lambda fp: store.write_tree_json(session_id, fp), JSON_TYPE)
 
 
 HTML_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
@@ -172,9 +150,9 @@ async def export_session(session_id: str, store: ReaderStore,
         from sessionstore.views.html_export import page_policy, write_session_html
 
         headers = {**HTML_HEADERS, "Content-Security-Policy": page_policy()}
-        return await _streamed(lambda fp: write_session_html(store, session_id, fp), "text/html; charset=utf-8",
+        return piped(lambda fp: write_session_html(store, session_id, fp), "text/html; charset=utf-8",
                                headers)
-    return await _streamed(lambda fp: store.export_jsonl(session_id, fp), JSONL_TYPE,
+    return piped(lambda fp: store.export_jsonl(session_id, fp), JSONL_TYPE,
                            {"X-Content-Type-Options": "nosniff"})
 
 
@@ -185,14 +163,20 @@ async def entries(session_id: str, store: ReaderStore,
                   after: Annotated[int, Query(ge=-1, description="only entries whose seq (from 0) is above")] = -1,
                   limit: Annotated[int | None, Query(ge=0)] = None) -> Response:
     """The stored lines of the entries after ``after`` in append order, for a catch-up (streamed)."""
-    written: list[int | None] = []
+    def write(pipe: Pipe) -> None:
+        # X-Last-Seq goes out before the first line: the window is fixed by the entry count first (an
+        # entry's seq and line never change), then exactly those lines are written.
+        first = max(after + 1, 0)
+        total = store.session(session_id).entry_count
+        last = total - 1 if limit is None else min(total - 1, first + limit - 1)
+        pipe.headers["X-Last-Seq"] = str(after if last < first else last)
+        if last < first:
+            return
+        count, _last = store.write_entry_lines(session_id, cast(IO[bytes], pipe), after=after, limit=last - after)
+        if count != last - first + 1:  # (deleted and made again between the two reads)
+            raise StoreError(f"session {session_id!r} changed while its entries were read")
 
-    def write(fp: IO[bytes]) -> None:
-        written.append(store.write_entry_lines(session_id, fp, after=after, limit=limit)[1])
-
-    response = await _streamed(write, JSONL_TYPE)
-    response.headers["X-Last-Seq"] = str(after if written[0] is None else written[0])
-    return response
+    return PipedResponse(write, media_type=JSONL_TYPE)
 
 
 # -- numbers, search, plans, payloads -----------------------------------------------------------
