@@ -318,8 +318,9 @@ class RemoteSessionStore:
         return latest[0].id if latest else None
 
     def header(self, session_id: str) -> SessionHeaderDict:
-        buffer = io.BytesIO()
-        self.export_jsonl(session_id, buffer)
+        buffer = io.BytesIO()  # (the export's first line; the rest is not read: the server stops writing it)
+        self._stream(self._session_path(session_id, "/export"), buffer, session_id=session_id,
+                     params={"format": "jsonl"}, lines=1)
         first = buffer.getvalue().split(b"\n", 1)[0]
         return cast(SessionHeaderDict, parse_line(first))
 
@@ -362,10 +363,11 @@ class RemoteSessionStore:
         return max(lines - 1, 0)
 
     def _stream(self, path: str, fp: IO[bytes], *, session_id: str | None = None,
-                params: Mapping[str, Any] | None = None) -> int:
-        """GET ``path`` and copy its body into ``fp`` as it arrives (memory bounded by a chunk); returns
-        the newlines written. An error answer raises before anything is written; a connection lost
-        midway raises ``StoreError`` (``fp`` then holds a prefix: the caller's to discard)."""
+                params: Mapping[str, Any] | None = None, lines: int | None = None) -> int:
+        """GET ``path`` and copy its body into ``fp`` as it arrives (memory bounded by a chunk), or only
+        until ``lines`` newlines have come; returns the newlines written. An error answer raises before
+        anything is written; a connection lost midway raises ``StoreError`` (``fp`` then holds a prefix:
+        the caller's to discard)."""
         request = self._http.build_request("GET", path, params=params)
         try:
             response = self._http.send(request, stream=True)
@@ -385,6 +387,8 @@ class RemoteSessionStore:
                 for chunk in response.iter_bytes():
                     fp.write(chunk)
                     newlines += chunk.count(b"\n")
+                    if lines is not None and newlines >= lines:
+                        break
             except httpx.TransportError:
                 raise errors.StoreError(f"the server at {self.url} broke off GET {path}") from None
             return newlines
