@@ -426,7 +426,7 @@ class _BodyReader(io.RawIOBase):
 
     def __init__(self, stream: AsyncIterator[bytes]) -> None:
         self._stream = stream
-        self._pending = b""
+        self._pending = memoryview(b"")
         self._ended = False
 
     def readable(self) -> bool:
@@ -440,11 +440,11 @@ class _BodyReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         while not self._pending and not self._ended:
-            self._pending = anyio.from_thread.run(self._next)
+            self._pending = memoryview(anyio.from_thread.run(self._next))
             self._ended = not self._pending
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
+        self._pending = self._pending[size:]  # (a view: the chunk's rest is not copied)
         return size
 
 
