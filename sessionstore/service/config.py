@@ -36,12 +36,14 @@ class Limits:
 class ServiceConfig:
     """``url``: the database (None: the library's default). ``no_auth``: every request is tenant
     ``default`` with scope admin (loopback binds only, checked by ``serve``). ``cors_origins``: the origins
-    CORS allows (none: CORS off)."""
+    CORS allows (none: CORS off). ``metrics_public``: ``/metrics`` answers without a token (else it needs an
+    ``admin`` one)."""
 
     url: str | None
     no_auth: bool = False
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
+    metrics_public: bool = False
 
     def to_env(self) -> dict[str, str]:
         """The environment a worker process needs to rebuild this configuration."""
@@ -60,4 +62,5 @@ class ServiceConfig:
             no_auth=bool(data.get("no_auth", False)),
             limits=Limits(**data.get("limits", {})),
             cors_origins=tuple(data.get("cors_origins", ())),
+            metrics_public=bool(data.get("metrics_public", False)),
         )

@@ -23,7 +23,7 @@ from starlette.responses import Response
 from sessionstore import views
 from sessionstore.api import SessionStore
 from sessionstore.errors import InvalidInputError
-from sessionstore.service import bodies, idempotency
+from sessionstore.service import bodies, idempotency, ops
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
 from sessionstore.service.problems import ProblemError
@@ -252,6 +252,7 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
 
     def append() -> Response:
         result = store.append_entries_detailed(session_id, entries, expected_leaf=expected)
+        ops.entries_appended(len(result.entries) if result.written else 0)
         return json_response({"entries": [{"id": i, "parentId": p} for i, p in result.entries],
                               "leafId": result.leaf_id}, 201, {"ETag": bodies.etag(result.leaf_id)})
 
