@@ -5,6 +5,7 @@ which every request is 503 with Retry-After and after which nothing acknowledged
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import signal
@@ -143,6 +144,27 @@ def test_the_open_feeds_gauge_follows_open_feed() -> None:
         ops.feed_opened("tenant")
         ops.feed_closed("tenant")
     assert value() == start
+
+
+def test_a_stop_signal_sets_draining_before_the_handler_in_place_runs() -> None:
+    got: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    interrupt = signal.getsignal(signal.SIGINT)
+    try:
+        ops.watch_for_shutdown()
+        ops.watch_for_shutdown()  # (once is enough: a second call wraps nothing again)
+        assert not ops.draining()
+        signal.raise_signal(signal.SIGTERM)
+        assert ops.draining() and got == [signal.SIGTERM]
+
+        async def wait() -> None:
+            await asyncio.wait_for(ops.until_draining(), 1)
+
+        asyncio.run(wait())
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGINT, interrupt)
+        ops._draining.clear()
 
 
 @pytest.mark.slow
