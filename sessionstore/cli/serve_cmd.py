@@ -112,7 +112,8 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
                                    timeout_graceful_shutdown=math.ceil(graceful_timeout))  # (whole seconds)
     server = uvicorn.Server(server_config)
     # uvicorn raises the signal that stopped it again once it has shut down: with these handlers in
-    # place that ends nothing, and a stop by SIGTERM or Ctrl-C exits 0 like any finished command.
+    # place a stop by SIGTERM or Ctrl-C exits 0 like any finished command (and one before uvicorn took
+    # the signals over still stops the server).
     previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if workers > 1:
@@ -130,4 +131,6 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
 
 
 def _stopped(sig: int, frame: object) -> None:
-    """The handler of SIGTERM and SIGINT around uvicorn's own: the stop was graceful already."""
+    """The handler of SIGTERM and SIGINT around uvicorn's own: exit with status 0 (after uvicorn's
+    graceful shutdown, or before it started: nothing was in flight)."""
+    raise SystemExit(0)

@@ -205,7 +205,7 @@ def configure_access_log() -> None:
 
 
 # -- the routes ----------------------------------------------------------------------------------
-@router.get("/healthz", response_class=Response, include_in_schema=True)
+@router.get("/healthz", response_class=Response)
 async def healthz() -> Response:
     """200 while the process runs (no database, no token)."""
     return Response(b'{"status":"ok"}\n', media_type="application/json")
