@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import inspect
 import ipaddress
+import math
 import os
+import shutil
+import signal
 import socket
+import tempfile
 from typing import Any
 
 import click
@@ -14,6 +18,8 @@ from sessionstore.cli.main import Ctx, fail, handle_errors, pass_ctx
 from sessionstore.service.config import Limits, ServiceConfig
 
 FACTORY = "sessionstore.service.app:app_from_env"
+METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's directory of the workers' metric files (see :mod:`sessionstore.service.ops`)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -65,6 +71,12 @@ def _bind(host: str, port: int) -> socket.socket:
               show_default=True, metavar="BYTES", help="Largest import body (larger: 413).")
 @click.option("--max-entries", type=click.IntRange(min=1), default=Limits.max_entries, show_default=True,
               help="Most entries one append may carry.")
+@click.option("--graceful-timeout", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              metavar="SECONDS", help="On SIGTERM or Ctrl-C, stop accepting connections and let the requests"
+                                      " in flight finish for up to this long before they are cancelled.")
+@click.option("--metrics-public", is_flag=True,
+              help="Serve /metrics without a token (for a scraper on a private network); else it needs an"
+                   " admin token.")
 @click.option("--body-timeout", type=click.FloatRange(min=0.01), default=Limits.body_timeout, show_default=True,
               metavar="SECONDS", help="Time a request body has to arrive (extended by --body-min-rate) and the"
                                       " longest stall between two of its chunks; slower: 408.")
@@ -78,12 +90,13 @@ def _bind(host: str, port: int) -> socket.socket:
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
-          max_entries: int, body_timeout: float, body_min_rate: int, token_cache: float) -> None:
-    """Serve the HTTP API (SPEC 15) on uvicorn; stops on Ctrl-C.
+          max_entries: int, graceful_timeout: float, metrics_public: bool, body_timeout: float,
+          body_min_rate: int, token_cache: float) -> None:
+    """Serve the HTTP API (SPEC 15) on uvicorn; stops on SIGTERM or Ctrl-C, gracefully (exit status 0).
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
     tenant. The database is --db, like every command's; a new SQLite file is created. /docs and
-    /openapi.json describe every route."""
+    /openapi.json describe every route; /healthz, /readyz and /metrics are for operators (SPEC 17)."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
@@ -93,20 +106,41 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
         fail("--ssl-certfile and --ssl-keyfile go together")
     ctx.local_store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins, token_cache=token_cache,
+                           metrics_public=metrics_public,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,
                                          body_min_rate=body_min_rate))
     os.environ.update(config.to_env())
     sock = _bind(host, port)
+    # Every worker's metrics go to one directory of this server's, so that /metrics in any worker adds
+    # them all up; set before a worker imports prometheus_client, removed when the server stops.
+    metrics_dir = tempfile.mkdtemp(prefix="sessionstore-metrics-")
+    os.environ[METRICS_ENV] = metrics_dir
     server_config = uvicorn.Config(FACTORY, factory=True, workers=workers, access_log=False,
                                    ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile,
-                                   timeout_keep_alive=5, log_level="info", server_header=False)
+                                   timeout_keep_alive=5, log_level="info", server_header=False,
+                                   timeout_graceful_shutdown=math.ceil(graceful_timeout))  # (whole seconds)
     server = uvicorn.Server(server_config)
-    if workers > 1:
-        supervisor: Any = Multiprocess  # (uvicorn < 0.36 also takes the target to run in each worker)
-        if "target" in inspect.signature(Multiprocess).parameters:
-            supervisor(server_config, target=server.run, sockets=[sock]).run()
+    # uvicorn raises the signal that stopped it again once it has shut down: with these handlers in
+    # place a stop by SIGTERM or Ctrl-C exits 0 like any finished command (and one before uvicorn took
+    # the signals over still stops the server).
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if workers > 1:
+            supervisor: Any = Multiprocess  # (uvicorn < 0.36 also takes the target to run in each worker)
+            if "target" in inspect.signature(Multiprocess).parameters:
+                supervisor(server_config, target=server.run, sockets=[sock]).run()
+            else:
+                supervisor(server_config, sockets=[sock]).run()
         else:
-            supervisor(server_config, sockets=[sock]).run()
-    else:
-        server.run(sockets=[sock])
+            server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _stopped(sig: int, frame: object) -> None:
+    """The handler of SIGTERM and SIGINT around uvicorn's own: exit with status 0 (after uvicorn's
+    graceful shutdown, or before it started: nothing was in flight)."""
+    raise SystemExit(0)

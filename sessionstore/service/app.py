@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import problems, routes_lookup, routes_read, routes_write, tokens
+from sessionstore.service import ops, problems, routes_lookup, routes_read, routes_write, tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 
@@ -29,17 +29,21 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.store = SessionStore(config.url)
+        ops.watch_for_shutdown()
         try:
             yield
         finally:
             app.state.store.close()
+            ops.worker_exiting()
 
     app = FastAPI(title="sessionstore", version="1", lifespan=lifespan,
                   description="Coding-agent sessions (pi-compatible) over HTTP: SPEC sections 15-16.")
     app.state.config = config
     app.state.verified_tokens = tokens.VerifiedTokens(config.token_cache)
     _configure_logging()
+    ops.configure_access_log()
     _add_error_handlers(app)
+    app.include_router(ops.router)
     app.include_router(routes_read.router)
     app.include_router(routes_write.router)
     app.include_router(routes_lookup.router)
@@ -92,6 +96,14 @@ def _add_error_handlers(app: FastAPI) -> None:
         codes = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
         return problems.problem(exc.status_code, codes.get(exc.status_code, "INVALID_INPUT"), str(exc.detail),
                                 headers=dict(exc.headers or {}))
+
+    async def on_unavailable(request: Request, exc: Exception) -> Response:
+        log.warning("database unavailable in %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        found = problems.unavailable(exc)
+        return problems.from_problem_error(found or problems.ProblemError(500, "INTERNAL", "internal error"))
+
+    for unavailable in problems.connection_errors():
+        app.add_exception_handler(unavailable, on_unavailable)
 
     @app.exception_handler(Exception)
     async def on_anything(request: Request, exc: Exception) -> Response:

@@ -40,13 +40,15 @@ class ServiceConfig:
     """``url``: the database (None: the library's default). ``no_auth``: every request is tenant
     ``default`` with scope admin (loopback binds only, checked by ``serve``). ``cors_origins``: the origins
     CORS allows (none: CORS off). ``token_cache``: seconds a verified token is trusted without a lookup
-    (a revocation takes effect within them; 0: every request is looked up)."""
+    (a revocation takes effect within them; 0: every request is looked up). ``metrics_public``: ``/metrics``
+    answers without a token (else it needs an ``admin`` one)."""
 
     url: str | None
     no_auth: bool = False
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
     token_cache: float = 1.0
+    metrics_public: bool = False
 
     def to_env(self) -> dict[str, str]:
         """The environment a worker process needs to rebuild this configuration."""
@@ -66,4 +68,5 @@ class ServiceConfig:
             limits=Limits(**data.get("limits", {})),
             cors_origins=tuple(data.get("cors_origins", ())),
             token_cache=float(data.get("token_cache", 1.0)),
+            metrics_public=bool(data.get("metrics_public", False)),
         )

@@ -5,7 +5,6 @@ rate, so a trickling client holds a connection for a bounded time and never a wo
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import time
 import uuid
@@ -13,10 +12,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sessionstore.service import problems
+from sessionstore.service import ops, problems
 from sessionstore.service.config import Limits
-
-access_log = logging.getLogger("sessionstore.service.access")
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:@+=-]{1,128}")
 """A client's ``X-Request-Id`` echoed as it is; any other gets a new id (no header injection, no log noise)."""
@@ -30,9 +27,9 @@ def request_id(scope: Scope) -> str:
 
 
 class ServiceMiddleware:
-    """Every HTTP request: an ``X-Request-Id`` on the response, one access-log line (method, raw path,
-    status, duration, request id; never a header's value), ``scope["path"]`` set to the raw path so that
-    an id's ``%2F`` stays inside its segment, and the body limits of :class:`Limits`."""
+    """Every HTTP request: an ``X-Request-Id`` on the response, its record (:func:`ops.record_request`:
+    one JSON access-log line and the request metrics; never a header's value), ``scope["path"]`` set to
+    the raw path so that an id's ``%2F`` stays inside its segment, and the body limits of :class:`Limits`."""
 
     def __init__(self, app: ASGIApp, limits: Limits) -> None:
         self.app = app
@@ -71,9 +68,9 @@ class ServiceMiddleware:
                          or b"transfer-encoding" in headers)
             await self.app(scope, body.receive, body.closing(send_with_id))
         finally:
-            elapsed = (time.perf_counter() - started) * 1000
-            path = scope["path"] if len(scope["path"]) <= 512 else scope["path"][:512] + "..."
-            access_log.info('%s "%s %s" %d %.1fms', rid, scope["method"], path, status, elapsed)
+            # (no response started: the exception goes on to the 500 handler outside this middleware)
+            ops.record_request(scope, request_id=rid, status=status or 500, seconds=time.perf_counter() - started)
+            ops.sample_pool_now_and_then(scope.get("app"))
 
 
 class _Body:

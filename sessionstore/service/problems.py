@@ -83,3 +83,30 @@ def for_store_error(exc: errors.SessionStoreError) -> ProblemError:
             detail = str(exc) if status != 503 else "the database is not available"
             return ProblemError(status, code, detail, headers=headers, **extra)
     return ProblemError(500, "INTERNAL", "internal error", **extra)
+
+
+# -- the database out of reach (SPEC 17): one rule for every error that means it --------------------
+def unavailable(exc: BaseException) -> ProblemError | None:
+    """The 503 problem (``SERVICE_UNAVAILABLE`` with ``Retry-After``) of an error meaning that the database
+    cannot be used now: a library error :data:`ERROR_TABLE` maps to 503, or one of
+    :func:`connection_errors` that reached the service untranslated (a token check, an idempotency
+    record); ``None`` for any other error."""
+    if isinstance(exc, errors.SessionStoreError):
+        found = for_store_error(exc)
+        return found if found.status == 503 else None
+    if isinstance(exc, connection_errors()):
+        return for_store_error(errors.StoreError(type(exc).__name__))
+    return None
+
+
+def connection_errors() -> tuple[type[Exception], ...]:
+    """SQLAlchemy's and psycopg's errors about the connection or the server (not about a statement):
+    the database went away, refused the connection, or the pool timed out."""
+    from sqlalchemy import exc as sa
+
+    found: list[type[Exception]] = [sa.OperationalError, sa.InterfaceError, sa.TimeoutError, sa.DisconnectionError]
+    try:
+        import psycopg
+    except ImportError:  # (SQLite only: no psycopg error can happen)
+        return tuple(found)
+    return (*found, psycopg.OperationalError, psycopg.InterfaceError)

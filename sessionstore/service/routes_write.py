@@ -24,7 +24,7 @@ from starlette.responses import Response
 from sessionstore import views
 from sessionstore.api import SessionStore
 from sessionstore.errors import InvalidInputError, SessionStoreError
-from sessionstore.service import bodies, idempotency, problems
+from sessionstore.service import bodies, idempotency, ops, problems
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.deps import Caller, CallerDep, WriterStore
 from sessionstore.service.problems import ProblemError
@@ -306,6 +306,7 @@ async def append_entries(session_id: str, request: Request, store: WriterStore,
 
     def append() -> Response:
         result = store.append_entries_detailed(session_id, entries, expected_leaf=expected)
+        ops.entries_appended(len(result.entries) if result.written else 0)
         return json_response({"entries": [{"id": i, "parentId": p} for i, p in result.entries],
                               "leafId": result.leaf_id}, 201, {"ETag": bodies.etag(result.leaf_id)})
 

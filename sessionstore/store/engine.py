@@ -30,6 +30,8 @@ __all__ = ["PAGE_SIZE", "WRITE", "WRITE_OPTION", "Durability", "make_engine", "o
 WRITE_OPTION = "sessionstore_write"
 WRITE = {WRITE_OPTION: True}
 """Execution options of a connection whose transaction writes (``BEGIN IMMEDIATE`` on SQLite)."""
+PG_CONNECT_TIMEOUT = 10
+"""Seconds a new PostgreSQL connection may take (libpq's ``connect_timeout``) unless the URL sets one."""
 
 
 def create_private_file(path: Path) -> None:
@@ -92,15 +94,21 @@ def make_engine(url: str, *, durability: Durability = "full", on_event_loop: boo
             parsed = parsed.set(drivername="postgresql+psycopg")
         if importlib.util.find_spec("psycopg") is None:
             raise BackendUnavailableError("PostgreSQL needs the psycopg driver: pip install 'sessionstore[postgres]'")
+        # A pooled connection the server closed (a restart, pg_terminate_backend, an idle timeout) is found
+        # at checkout by the ping and replaced, instead of failing the transaction given it; a server out
+        # of reach fails the connect within the timeout instead of holding the caller (the URL's own wins).
+        options: dict[str, Any] = {"json_serializer": json_dumps, "json_deserializer": json_loads,
+                                   "pool_recycle": 3600, "pool_pre_ping": True}
+        if "connect_timeout" not in parsed.query:
+            options["connect_args"] = {"connect_timeout": PG_CONNECT_TIMEOUT}
         if on_event_loop:
             if importlib.util.find_spec("greenlet") is None:
                 raise BackendUnavailableError("the async PostgreSQL store runs on SQLAlchemy's asyncio layer, which"
                                               " needs greenlet: pip install 'sessionstore[postgres]'")
             from sqlalchemy.ext.asyncio import create_async_engine
 
-            return create_async_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads,
-                                       pool_recycle=3600).sync_engine
-        return create_engine(parsed, json_serializer=json_dumps, json_deserializer=json_loads, pool_recycle=3600)
+            return create_async_engine(parsed, **options).sync_engine
+        return create_engine(parsed, **options)
     if backend != "sqlite":
         raise InvalidInputError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
     if on_event_loop:

@@ -181,7 +181,7 @@ def test_request_ids_are_echoed_when_sane_and_logged(http: httpx.Client, no_auth
     made = http.get("/v1/nothing").headers["x-request-id"]
     time.sleep(0.2)
     log = no_auth_server.log()
-    assert "client-id.42" in log and made in log and '"GET /v1/nothing" 404' in log
+    assert "client-id.42" in log and made in log and '"path": "/v1/nothing", "status": 404' in log
 
 
 def test_entries_over_the_limit_are_413(http: httpx.Client) -> None:
