@@ -179,7 +179,8 @@ def request_tenant(scope: Scope) -> str | None:
 def record_request(scope: Scope, *, request_id: str, status: int, seconds: float) -> None:
     """The end of one HTTP request: its metrics and its access-log line, one JSON object with ``ts``,
     ``method``, ``route`` (the template), ``path`` (raw, cut at 512 characters), ``status``,
-    ``durationMs``, ``requestId`` and ``tenant`` (null before authentication). No header's value is
+    ``durationMs``, ``requestId``, ``tenant`` (null before authentication) and ``pid`` (the worker's
+    process, under ``--workers N``). No header's value is
     logged, so neither a token nor an ``Authorization`` value reaches the log."""
     method = scope["method"] if scope["method"] in METHODS else "OTHER"
     route = route_template(scope)
@@ -191,6 +192,7 @@ def record_request(scope: Scope, *, request_id: str, status: int, seconds: float
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "method": method, "route": route, "path": path, "status": status,
             "durationMs": round(seconds * 1000, 2), "requestId": request_id, "tenant": request_tenant(scope),
+            "pid": os.getpid(),
         }, ensure_ascii=True))
 
 

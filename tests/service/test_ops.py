@@ -216,7 +216,7 @@ def test_one_json_log_line_per_request_with_route_request_id_and_tenant_never_a_
     assert one["tenant"] == "acme" and one["path"] == "/v1/sessions/logged-1"
     assert isinstance(one["durationMs"], float | int) and str(one["ts"]).endswith("Z")
     assert two["status"] == 401 and two["tenant"] is None
-    assert set(one) == {"ts", "method", "route", "path", "status", "durationMs", "requestId", "tenant"}
+    assert set(one) == {"ts", "method", "route", "path", "status", "durationMs", "requestId", "tenant", "pid"}
     log = server.log()
     assert token.rsplit("_", 1)[1] not in log and "secretvalue" not in log and "Bearer" not in log
 

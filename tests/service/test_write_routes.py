@@ -6,7 +6,6 @@ entry type through the append route stored as the typed appends store it, client
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import uuid
@@ -494,16 +493,13 @@ def test_cors_allows_only_the_named_origin(service_db_url: str, start_server: St
 
 
 # -- --workers 2 -------------------------------------------------------------------------------
-ACCESS = re.compile(r"\[(\d+)\] sessionstore\.service\.access (\S+) ")
-
-
 def worker_of(server: Server, request_id: str) -> str:
     """The pid of the worker whose access-log line carries ``request_id``."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        for pid, rid in ACCESS.findall(server.log()):
-            if rid == request_id:
-                return str(pid)
+        for line in server.log().splitlines():
+            if line.startswith("{") and f'"requestId": "{request_id}"' in line:
+                return str(json.loads(line)["pid"])
         time.sleep(0.05)
     raise AssertionError(f"no access-log line for {request_id}")
 
