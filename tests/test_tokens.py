@@ -119,6 +119,23 @@ def test_racing_remembers_of_one_key_keep_one(store: SessionStore) -> None:
     assert sorted(results) == [False] * 5 + [True]
 
 
+def test_a_claimed_key_is_held_until_its_answer_is_remembered_or_the_key_released(store: SessionStore) -> None:
+    records = idempotency.IdempotencyRecords(store)
+    assert records.claim("acme", "k", "f1") is True
+    assert records.claim("acme", "k", "f1") is False  # (held by the first: wait)
+    assert records.replay("acme", "k", "f1") is None
+    with pytest.raises(idempotency.KeyReused):
+        records.claim("acme", "k", "f2")
+    assert records.claim("other", "k", "f2") is True  # (per tenant)
+    assert records.remember("acme", "k", "f1", 201, {"etag": '"x"'}, b"first")
+    stored = records.claim("acme", "k", "f1")
+    assert isinstance(stored, idempotency.Stored) and (stored.status, stored.body) == (201, b"first")
+    records.release("other", "k", "f2")
+    assert records.claim("other", "k", "f2") is True  # (released: the next request runs)
+    late = idempotency.CLAIM_EXPIRES_MS + 1
+    assert records.claim("other", "k", "f2", now=idempotency.now_ms() + late) is True  # (abandoned: taken over)
+
+
 def _cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     script = str(Path(sys.executable).parent / "sessionstore")
     return subprocess.run([script, "--db", db, *args], capture_output=True, text=True, timeout=60)

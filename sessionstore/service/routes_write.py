@@ -7,13 +7,16 @@ honours ``Idempotency-Key``: the same key and body replay the first 2xx response
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import tempfile
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import IO, Annotated, Any, TypeVar
 
+import anyio
 import anyio.from_thread
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -35,6 +38,9 @@ M = TypeVar("M", bound=BaseModel)
 JSON_TYPE = "application/json"
 REPLAYED_HEADERS = ("content-type", "etag", "location")
 """The headers of a response an ``Idempotency-Key`` replays with its body."""
+CLAIM_WAIT_S = 30.0
+"""How long a request waits for the answer of another request holding its ``Idempotency-Key``."""
+CLAIM_POLL_S = 0.05
 
 
 # -- bodies (pydantic models: validated strictly, and the schemas /openapi.json shows) --------------
@@ -166,24 +172,41 @@ def _key(request: Request) -> str | None:
 async def idempotent(request: Request, who: Caller, fingerprint: str | None,
                      run: Callable[[], Awaitable[Response]]) -> Response:
     """``run()``, unless the request's ``Idempotency-Key`` was seen with the same ``fingerprint`` (the
-    first 2xx response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED)."""
+    first 2xx response again, nothing written) or with another one (422 IDEMPOTENCY_KEY_REUSED). The key
+    is claimed first, so of requests racing with one key (on any worker or host) one runs and the others
+    wait for its answer (503 with ``Retry-After`` after :data:`CLAIM_WAIT_S`)."""
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
     records = idempotency.IdempotencyRecords(request.app.state.store)
+    deadline = time.monotonic() + CLAIM_WAIT_S
+    while True:
+        try:
+            claimed = await run_in_threadpool(records.claim, who.tenant, key, fingerprint)
+        except idempotency.KeyReused:
+            raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
+                               "this Idempotency-Key was used with another request: use a new key") from None
+        if isinstance(claimed, idempotency.Stored):
+            return Response(claimed.body, status_code=claimed.status,
+                            headers={**dict(claimed.headers), "Idempotent-Replayed": "true"})
+        if claimed:
+            break
+        if time.monotonic() > deadline:
+            raise ProblemError(503, "SERVICE_UNAVAILABLE", "a request with this Idempotency-Key is still running:"
+                               " retry later", headers={"Retry-After": "1"})
+        await asyncio.sleep(CLAIM_POLL_S)
     try:
-        stored = await run_in_threadpool(records.replay, who.tenant, key, fingerprint)
-    except idempotency.KeyReused:
-        raise ProblemError(422, "IDEMPOTENCY_KEY_REUSED",
-                           "this Idempotency-Key was used with another request: use a new key") from None
-    if stored is not None:
-        headers = {**dict(stored.headers), "Idempotent-Replayed": "true"}
-        return Response(stored.body, status_code=stored.status, headers=headers)
-    response = await run()
+        response = await run()
+    except BaseException:
+        with anyio.CancelScope(shield=True):  # (a cancelled request gives the key up too)
+            await run_in_threadpool(records.release, who.tenant, key, fingerprint)
+        raise
     if 200 <= response.status_code < 300:
         kept = {name: value for name, value in response.headers.items() if name in REPLAYED_HEADERS}
         await run_in_threadpool(records.remember, who.tenant, key, fingerprint, response.status_code, kept,
                                 bytes(response.body))
+    else:
+        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
     return response
 
 
