@@ -18,6 +18,7 @@ from sessionstore.api import SessionStore
 from sessionstore.service import problems, routes_read, routes_write
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
+from sessionstore.service.ratelimit import RateLimiter
 
 log = logging.getLogger("sessionstore.service")
 
@@ -29,6 +30,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.store = SessionStore(config.url)
+        app.state.rate_limiter = None if config.rate_limit is None else RateLimiter(app.state.store, config.rate_limit)
         try:
             yield
         finally:
