@@ -723,3 +723,37 @@ def test_revision_0012_keeps_new_entries_at_the_end_and_the_header_fixed_and_dow
     assert migrate.upgrade(engine) == SCHEMA_REVISION
     with engine.connect() as conn:
         assert conn.execute(text("SELECT min(seq) FROM sessionstore_entries")).scalar_one() == -5
+
+
+def test_revision_0015_adds_the_rate_windows_and_downgrade_drops_them(engine: Engine) -> None:
+    """A database at 0014 has no rate windows; 0015 adds them empty, counting by an upsert per (tenant,
+    window); a downgrade to 0014 drops them and keeps the sessions."""
+    from alembic import command
+
+    from sessionstore.api import SessionStore
+    from sessionstore.service.config import RateLimit
+    from sessionstore.service.ratelimit import RateLimiter
+    from tests.builders import user
+
+    url = engine.url.render_as_string(hide_password=False)
+    migrate.upgrade(engine, "0014")
+    with engine.connect() as conn:
+        assert "sessionstore_rate_windows" not in inspect(conn).get_table_names()
+    assert migrate.upgrade(engine) == SCHEMA_REVISION == "0015"
+    with SessionStore(url) as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, user("a"))
+        limiter = RateLimiter(store, RateLimit(3, 60))
+        assert [limiter.hit("acme", now=120_000 + n) for n in range(3)] == [1, 2, 3]
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT tenant, window_ms, requests FROM sessionstore_rate_windows")).all() == [
+            ("acme", 120_000, 3)]
+    config = migrate.alembic_config()
+    with engine.connect() as conn, migrate.foreign_keys_off(conn), conn.begin():
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0014")
+    with engine.connect() as conn:
+        assert "sessionstore_rate_windows" not in inspect(conn).get_table_names()
+    migrate.upgrade(engine)
+    with SessionStore(url) as store:
+        assert [e["message"]["content"][0]["text"] for e in store.path(sid)] == ["a"]

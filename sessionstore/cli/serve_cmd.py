@@ -15,7 +15,8 @@ from typing import Any
 import click
 
 from sessionstore.cli.main import Ctx, fail, handle_errors, pass_ctx
-from sessionstore.service.config import Limits, ServiceConfig
+from sessionstore.errors import InvalidInputError
+from sessionstore.service.config import Limits, RateLimit, ServiceConfig
 
 FACTORY = "sessionstore.service.app:app_from_env"
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -86,12 +87,16 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--token-cache", type=click.FloatRange(min=0), default=ServiceConfig.token_cache, show_default=True,
               metavar="SECONDS", help="Trust a verified token this long without looking it up again (a revoked"
                                       " token is refused within SECONDS; 0: look up every request).")
+@click.option("--rate-limit", metavar="N/UNIT", default=None,
+              help="At most N requests per tenant per second, minute or hour (N/s, N/min, N/h), counted in the"
+                   " database so the limit holds across workers and hosts; over it: 429 with Retry-After."
+                   " Off by default.")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
           max_entries: int, graceful_timeout: float, metrics_public: bool, body_timeout: float,
-          body_min_rate: int, token_cache: float) -> None:
+          body_min_rate: int, token_cache: float, rate_limit: str | None) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on SIGTERM or Ctrl-C, gracefully (exit status 0).
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -104,9 +109,14 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
         fail(f"--no-auth is refused on --host {host}: it is not a loopback address (127.0.0.0/8, ::1, localhost)")
     if (ssl_certfile is None) != (ssl_keyfile is None):
         fail("--ssl-certfile and --ssl-keyfile go together")
+    try:
+        budget = None if rate_limit is None else RateLimit.parse(rate_limit)
+    except InvalidInputError as exc:
+        fail(f"--rate-limit: {exc}")
     ctx.local_store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins, token_cache=token_cache,
                            metrics_public=metrics_public,
+                           rate_limit=budget,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,
                                          body_min_rate=body_min_rate))

@@ -18,6 +18,7 @@ from sessionstore.api import SessionStore
 from sessionstore.service import ops, problems, routes_lookup, routes_read, routes_write, tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
+from sessionstore.service.ratelimit import RateLimiter
 
 log = logging.getLogger("sessionstore.service")
 
@@ -30,6 +31,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.store = SessionStore(config.url)
         ops.watch_for_shutdown()
+        app.state.rate_limiter = None if config.rate_limit is None else RateLimiter(app.state.store, config.rate_limit)
         try:
             yield
         finally:

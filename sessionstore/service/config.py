@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sessionstore.errors import InvalidInputError
 from sessionstore.models.frozen import MAX_JSON_DEPTH
 
 ENV_VAR = "SESSIONSTORE_SERVICE_CONFIG"
@@ -35,13 +37,39 @@ class Limits:
     body_min_rate: int = 500
 
 
+UNITS = {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
+"""The window lengths ``--rate-limit N/UNIT`` takes, in seconds."""
+_SPEC = re.compile(r"\s*(\d+)\s*/\s*([a-z]+)\s*")
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """``requests`` per window of ``window_s`` seconds, per tenant."""
+
+    requests: int
+    window_s: int
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit:
+        """``N/s``, ``N/min`` or ``N/h`` (also ``second``, ``minute``, ``hour``); N at least 1."""
+        match = _SPEC.fullmatch(text.lower())
+        if match is None or match.group(2) not in UNITS or int(match.group(1)) < 1:
+            raise InvalidInputError(f"bad rate limit {text!r}: give N/s, N/min or N/h with N >= 1")
+        return cls(int(match.group(1)), UNITS[match.group(2)])
+
+    def __str__(self) -> str:
+        unit = {1: "s", 60: "min", 3600: "h"}.get(self.window_s, f"{self.window_s}s")
+        return f"{self.requests}/{unit}"
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     """``url``: the database (None: the library's default). ``no_auth``: every request is tenant
     ``default`` with scope admin (loopback binds only, checked by ``serve``). ``cors_origins``: the origins
     CORS allows (none: CORS off). ``token_cache``: seconds a verified token is trusted without a lookup
     (a revocation takes effect within them; 0: every request is looked up). ``metrics_public``: ``/metrics``
-    answers without a token (else it needs an ``admin`` one)."""
+    answers without a token (else it needs an ``admin`` one). ``rate_limit``: each tenant's request
+    budget (None: no limit; :mod:`sessionstore.service.ratelimit`)."""
 
     url: str | None
     no_auth: bool = False
@@ -49,6 +77,7 @@ class ServiceConfig:
     cors_origins: tuple[str, ...] = ()
     token_cache: float = 1.0
     metrics_public: bool = False
+    rate_limit: RateLimit | None = None
 
     def to_env(self) -> dict[str, str]:
         """The environment a worker process needs to rebuild this configuration."""
@@ -69,4 +98,5 @@ class ServiceConfig:
             cors_origins=tuple(data.get("cors_origins", ())),
             token_cache=float(data.get("token_cache", 1.0)),
             metrics_public=bool(data.get("metrics_public", False)),
+            rate_limit=RateLimit(**data["rate_limit"]) if data.get("rate_limit") else None,
         )

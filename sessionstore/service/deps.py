@@ -19,6 +19,7 @@ from sessionstore.protocol import Scope
 from sessionstore.service import tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.problems import ProblemError
+from sessionstore.service.ratelimit import RateLimiter
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,15 @@ async def _authenticate(request: Request) -> Caller:
 
 
 async def caller(request: Request) -> Caller:
-    """The authenticated caller; 401 UNAUTHORIZED (with ``WWW-Authenticate: Bearer``) otherwise."""
+    """The authenticated caller; 401 UNAUTHORIZED (with ``WWW-Authenticate: Bearer``) otherwise, and
+    429 RATE_LIMITED when its tenant is over the rate limit (which counts this request)."""
     known: Caller | None = getattr(request.state, "caller", None)
     if known is None:
         known = await _authenticate(request)
         request.state.caller = known
+        limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+        if limiter is not None:  # (once per request: the caller is resolved once; a database write)
+            await run_in_threadpool(limiter.hit, known.tenant)
     return known
 
 

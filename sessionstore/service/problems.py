@@ -12,6 +12,7 @@ import orjson
 from starlette.responses import Response
 
 from sessionstore import errors
+from sessionstore.service.ratelimit import RateLimited
 
 PROBLEM_TYPE = "application/problem+json"
 
@@ -30,6 +31,7 @@ ERROR_TABLE: tuple[tuple[type[errors.SessionStoreError], int, str], ...] = (
     (errors.SchemaError, 503, "SERVICE_UNAVAILABLE"),
     (errors.BackendUnavailableError, 503, "SERVICE_UNAVAILABLE"),
     (errors.StoreError, 503, "SERVICE_UNAVAILABLE"),
+    (RateLimited, 429, "RATE_LIMITED"),
 )
 
 
@@ -80,6 +82,8 @@ def for_store_error(exc: errors.SessionStoreError) -> ProblemError:
     for cls, status, code in ERROR_TABLE:
         if isinstance(exc, cls):
             headers = {"Retry-After": "1"} if status == 503 else None
+            if isinstance(exc, RateLimited):
+                headers = {"Retry-After": str(exc.retry_after)}
             detail = str(exc) if status != 503 else "the database is not available"
             return ProblemError(status, code, detail, headers=headers, **extra)
     return ProblemError(500, "INTERNAL", "internal error", **extra)

@@ -246,3 +246,14 @@ idempotency = Table(
     PrimaryKeyConstraint("tenant", "key"),
     Index("ix_sessionstore_idempotency_created_ms", "created_ms"),
 )
+
+rate_windows = Table(
+    "sessionstore_rate_windows",
+    metadata,
+    # The service's rate limits (revision 0015, ``service.ratelimit``): a tenant's requests in the fixed
+    # window starting at ``window_ms`` (epoch ms, a multiple of the window's length), one upsert each.
+    Column("tenant", Text, nullable=False),
+    Column("window_ms", BigInteger, nullable=False),
+    Column("requests", BigInteger, nullable=False),
+    PrimaryKeyConstraint("tenant", "window_ms"),
+)

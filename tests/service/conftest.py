@@ -112,6 +112,14 @@ def wait_ready(server: Server) -> None:
     raise AssertionError(f"the server did not answer in {READY_TIMEOUT} s:\n{server.log()}")
 
 
+def clear_of_the_window_end(window_s: int = 3600, margin_s: float = 20.0) -> None:
+    """Wait until the current rate window has at least ``margin_s`` left (a test counting one window must
+    not straddle two)."""
+    left = window_s - time.time() % window_s
+    if left < margin_s:
+        time.sleep(left + 0.5)
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def service_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A fresh database for one module's server, on each backend."""
