@@ -10,7 +10,7 @@ validation, projection and compaction planning.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -37,9 +37,19 @@ from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire, plain_json
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
-from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import (
+    UNSET,
+    AppendResult,
+    ImportResult,
+    ListOrder,
+    SessionEvent,
+    SessionInfo,
+    TreeNode,
+    _Unset,
+)
 from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
+from sessionstore.wire.codec import json_loads
 
 if TYPE_CHECKING:
     # (the pydantic models are imported where a message or an entry is checked, the search and stats
@@ -50,6 +60,7 @@ if TYPE_CHECKING:
     from sessionstore.catalog.sync import Progress as SyncProgress
     from sessionstore.catalog.sync import SyncResult
     from sessionstore.models.content import WireModel
+    from sessionstore.store.changes import ChangeHub, SessionFeed
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -244,6 +255,32 @@ class SessionStore:
         """Write the stored lines of the entries whose seq (append index, from 0) is above ``after``, in
         append order, at most ``limit``, streamed (for a catch-up); returns the count and the last seq."""
         return self._entries.write_entry_lines(session_id, fp, after=after, limit=limit)
+
+    # -- following (SPEC 17) ---------------------------------------------------------------------
+    def events(self, session_id: str, *, after: int | None = None, idle: float = 1.0,
+               stop: Callable[[], bool] | None = None) -> Iterator[SessionEvent]:
+        """The session's entries after seq ``after`` (default: from the first), in order, then each new
+        one as any writer stores it (another process, the CLI, a sync; a leaf move as a ``leaf`` event),
+        until the session is deleted (a last ``deleted`` event) or ``stop()`` is true (asked at least
+        every ``idle`` seconds). ``SessionNotFoundError`` when there is no such session."""
+        from sessionstore.store.changes import follow
+
+        for event in follow(self._entries, session_id, after=-1 if after is None else after, idle=idle, stop=stop):
+            entry = None if event.line is None else dict(json_loads(event.line))
+            yield SessionEvent(event.kind, seq=event.seq, entry=entry, leaf_id=event.leaf_id)
+
+    def session_feed(self, session_id: str) -> SessionFeed:
+        """Reads of the session for a follower that has its own change hub (the service's feeds)."""
+        from sessionstore.store.changes import SessionFeed
+
+        return SessionFeed(self._entries, session_id)
+
+    def watch_changes(self) -> ChangeHub:
+        """A watcher of this database's writes by any writer in any process, for this process (one is
+        enough: it serves any number of watches); the caller closes it. See :mod:`sessionstore.store.changes`."""
+        from sessionstore.store.changes import open_hub
+
+        return open_hub(self._entries)
 
     # -- reading the tree (pi's getters) -------------------------------------------------------
     def leaf(self, session_id: str) -> str | None:
