@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import problems, routes_read, routes_write
+from sessionstore.service import problems, routes_events, routes_read, routes_write
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 
@@ -32,6 +32,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         try:
             yield
         finally:
+            if getattr(app.state, "feeds", None) is not None:
+                app.state.feeds.close()
             app.state.store.close()
 
     app = FastAPI(title="sessionstore", version="1", lifespan=lifespan,
@@ -41,6 +43,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     _add_error_handlers(app)
     app.include_router(routes_read.router)
     app.include_router(routes_write.router)
+    app.include_router(routes_events.router)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "PUT", "DELETE"],

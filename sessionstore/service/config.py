@@ -23,13 +23,20 @@ MIB = 1024 * 1024
 class Limits:
     """Request limits. Bodies over ``max_body`` (``max_import_body`` for imports) bytes are 413; a body
     arriving slower than one chunk per ``body_timeout`` seconds is dropped (408); an append takes at most
-    ``max_entries`` entries; JSON may nest ``max_nesting`` levels deep (the library's rule)."""
+    ``max_entries`` entries; JSON may nest ``max_nesting`` levels deep (the library's rule). An event
+    stream sends a comment every ``feed_heartbeat`` seconds when it has nothing else to send; a
+    subscriber more than ``feed_queue`` events (or ``feed_queue_bytes`` bytes) behind is cut off, with a
+    last event telling it to resume when it still reads, after ``feed_cut_grace`` seconds when not."""
 
     max_body: int = 16 * MIB
     max_import_body: int = 64 * MIB
     max_entries: int = 1000
     max_nesting: int = MAX_JSON_DEPTH
     body_timeout: float = 30.0
+    feed_heartbeat: float = 15.0
+    feed_queue: int = 1000
+    feed_queue_bytes: int = 8 * MIB
+    feed_cut_grace: float = 5.0
 
 
 @dataclass(frozen=True)

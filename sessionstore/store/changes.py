@@ -390,6 +390,16 @@ class SessionFeed:
             row = tx.head(to_db(self.session_id), lock=False)
         return None if row is None or row.deleting else row.key
 
+    def to_newest(self, cursor: Cursor) -> None:
+        """Move ``cursor`` to the session's newest entry and its leaf, reading no entry (``done`` when
+        the session is gone or is another one of its id)."""
+        with self.entries.backend.read() as tx:
+            row = tx.head(to_db(self.session_id), lock=False)
+        if row is None or row.deleting or (cursor.key is not None and row.key != cursor.key):
+            cursor.done = True
+            return
+        cursor.after, cursor.key, cursor.leaf = row.entry_count - 1, row.key, from_db(row.leaf_id)
+
     def advance(self, cursor: Cursor, *, limit: int | None = None) -> tuple[list[FeedEvent], bool]:
         """The events after ``cursor`` (at most ``limit`` entries, default :attr:`page`), read in one
         snapshot, and whether that reached the newest entry; ``cursor`` moves past them. A session that is
