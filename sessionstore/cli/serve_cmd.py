@@ -67,11 +67,21 @@ def _bind(host: str, port: int) -> socket.socket:
               help="Most entries one append may carry.")
 @click.option("--body-timeout", type=click.FloatRange(min=0.01), default=Limits.body_timeout, show_default=True,
               metavar="SECONDS", help="Drop a request whose body stalls this long between two chunks.")
+@click.option("--feed-heartbeat", type=click.FloatRange(min=0.05), default=Limits.feed_heartbeat, show_default=True,
+              metavar="SECONDS", help="An event stream sends a comment when it sent nothing for this long.")
+@click.option("--feed-queue", type=click.IntRange(min=1), default=Limits.feed_queue, show_default=True,
+              metavar="EVENTS", help="Cut off an event stream's subscriber this many events behind (it may resume).")
+@click.option("--feed-queue-bytes", type=click.IntRange(min=1), default=Limits.feed_queue_bytes, show_default=True,
+              metavar="BYTES", help="... or this many bytes of entries behind.")
+@click.option("--feed-cut-grace", type=click.FloatRange(min=0.05), default=Limits.feed_cut_grace, show_default=True,
+              metavar="SECONDS", help="Disconnect a feed's subscriber that takes nothing for this long (it"
+                                      " may resume).")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
-          max_entries: int, body_timeout: float) -> None:
+          max_entries: int, body_timeout: float, feed_heartbeat: float, feed_queue: int,
+          feed_queue_bytes: int, feed_cut_grace: float) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on Ctrl-C.
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -87,7 +97,9 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
     ctx.store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
-                                         max_entries=max_entries, body_timeout=body_timeout))
+                                         max_entries=max_entries, body_timeout=body_timeout,
+                                         feed_heartbeat=feed_heartbeat, feed_queue=feed_queue,
+                                         feed_queue_bytes=feed_queue_bytes, feed_cut_grace=feed_cut_grace))
     os.environ.update(config.to_env())
     sock = _bind(host, port)
     server_config = uvicorn.Config(FACTORY, factory=True, workers=workers, access_log=False,

@@ -26,7 +26,8 @@ class Limits:
     ``max_entries`` entries; JSON may nest ``max_nesting`` levels deep (the library's rule). An event
     stream sends a comment every ``feed_heartbeat`` seconds when it has nothing else to send; a
     subscriber more than ``feed_queue`` events (or ``feed_queue_bytes`` bytes) behind is cut off, with a
-    last event telling it to resume when it still reads, after ``feed_cut_grace`` seconds when not."""
+    last event telling it to resume, and one that takes nothing for ``feed_cut_grace`` seconds is
+    disconnected."""
 
     max_body: int = 16 * MIB
     max_import_body: int = 64 * MIB
@@ -36,7 +37,7 @@ class Limits:
     feed_heartbeat: float = 15.0
     feed_queue: int = 1000
     feed_queue_bytes: int = 8 * MIB
-    feed_cut_grace: float = 5.0
+    feed_cut_grace: float = 30.0
 
 
 @dataclass(frozen=True)

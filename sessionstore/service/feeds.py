@@ -80,10 +80,11 @@ class Subscriber:
         size = sum(len(e.line or b"") for e in events)
         if len(self.queue) + len(events) > self.limits.feed_queue \
                 or self.queued_bytes + size > self.limits.feed_queue_bytes:
-            self.queue.clear()  # (never held beyond the bound: the stream ends, the client resumes)
-            self.queued_bytes = 0
-            self.in_step = False
-            self.cut = True
+            self.in_step = False  # (a burst larger than the queue: it reads for itself, a page at a time)
+            if self.queue:  # (it had not sent what it had: it is behind, never held beyond the bound)
+                self.queue.clear()
+                self.queued_bytes = 0
+                self.cut = True
         else:
             self.queue.extend(events)
             self.queued_bytes += size

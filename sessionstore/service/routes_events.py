@@ -61,9 +61,9 @@ def feeds_of(request: Request) -> Feeds:
 
 class EventStream(Response):
     """A ``text/event-stream`` response of ``chunks`` (``None``: a heartbeat). It ends when the chunks
-    end, the client goes, or the worker shuts down (a last comment); a subscriber cut off for not
-    reading (``cut()`` true) gets ``grace`` seconds to take its last event, then its connection is
-    closed."""
+    end, the client goes, or the worker shuts down (a last comment). A subscriber that leaves a chunk
+    untaken for ``grace`` seconds, or that was cut off for falling behind (``cut()`` true) and does not
+    take its last event within ``grace`` seconds, has its connection closed."""
 
     def __init__(self, chunks: AsyncIterator[bytes | None], *, cut: Any, grace: float, feed: str) -> None:
         super().__init__(media_type=EVENT_STREAM)
@@ -77,8 +77,12 @@ class EventStream(Response):
 
         async def pump() -> None:
             async for chunk in self.chunks:
-                await send({"type": "http.response.body", "body": HEARTBEAT if chunk is None else chunk,
-                            "more_body": True})
+                try:
+                    await asyncio.wait_for(send({"type": "http.response.body", "more_body": True,
+                                                 "body": HEARTBEAT if chunk is None else chunk}), self.grace)
+                except TimeoutError:  # (it does not read: cut off, its connection closed; it may resume)
+                    log.info("a %s feed's subscriber took nothing for %g s: cut off", self.feed, self.grace)
+                    return
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         async def gone() -> None:

@@ -189,7 +189,7 @@ class SqliteWatcher(ChangeHub):
         self._interval = interval
         self._wake = threading.Event()
         self._seen_keys: dict[int, tuple[int, str | None]] = {}
-        self._seen_tenants: dict[str, dict[int, tuple[int, str | None]]] = {}
+        self._seen_tenants: dict[str, dict[int, tuple[int, str | None, str]]] = {}
         self._start(self._run, "sessionstore-sqlite-changes")
 
     def _added(self) -> None:
@@ -249,22 +249,20 @@ class SqliteWatcher(ChangeHub):
         self._seen_keys = {k: v for k, v in self._seen_keys.items() if k in set(keys)}
         for tenant in tenants:
             before_rows = self._seen_tenants.get(tenant)
-            now_rows: dict[int, tuple[int, str | None]] = {}
-            ids: dict[int, str] = {}
+            now_rows: dict[int, tuple[int, str | None, str]] = {}
             for key, _tenant, sid, count, leaf, deleting in connection.execute(SQLITE_ROWS_OF_TENANT, (tenant,)):
                 if not deleting:
-                    now_rows[key] = (count, leaf)
-                    ids[key] = from_db(sid)
+                    now_rows[key] = (count, leaf, from_db(sid))
             self._seen_tenants[tenant] = now_rows
             if before_rows is None:
                 continue  # (the first look of a tenant: what is there now is the start)
             for key, state in now_rows.items():
-                if before_rows.get(key) != state:
-                    old = before_rows.get(key)
+                old = before_rows.get(key)
+                if old != state:
                     kind = "entries" if old is None or old[0] != state[0] else "leaf"
-                    self._deliver_tenant(Change(tenant, key, state[0] - 1, kind, ids[key]))
+                    self._deliver_tenant(Change(tenant, key, state[0] - 1, kind, state[2]))
             for key in before_rows.keys() - now_rows.keys():
-                self._deliver_tenant(Change(tenant, key, -1, "deleted", None))
+                self._deliver_tenant(Change(tenant, key, -1, "deleted", before_rows[key][2]))
         self._seen_tenants = {t: v for t, v in self._seen_tenants.items() if t in set(tenants)}
 
     def _deliver(self, change: Change | None) -> None:
@@ -427,8 +425,8 @@ class SessionFeed:
         if caught_up:
             leaf = from_db(row.leaf_id)
             moved_by_entries = bool(events) and row.leaf_seq == cursor.after
-            if isinstance(cursor.leaf, _Unset):
-                announce = row.leaf_seq != last
+            if isinstance(cursor.leaf, _Unset):  # (no leaf known yet: the last entry's, or none, goes unsaid)
+                announce = (-1 if row.leaf_seq is None else row.leaf_seq) != last
             else:
                 announce = leaf != cursor.leaf and not moved_by_entries
             if announce:
