@@ -367,3 +367,30 @@ def test_a_feed_resumes_where_it_was_after_the_server_restarts(
         events.close()
         remote.close()
         second.stop()
+
+
+def test_the_clients_follow_the_feed_sync_and_async(feed_server: Server, token: str, api: httpx.Client,
+                                                   session: str) -> None:
+    import asyncio
+
+    from sessionstore.client import AsyncRemoteSessionStore, RemoteSessionStore
+
+    ids = append(api, session, custom(0), custom(1))
+    with RemoteSessionStore(feed_server.base_url, token, tenant="default") as remote:
+        events = remote.events(session, after=0)
+        first = next(events)
+        assert (first.kind, first.seq, first.entry and first.entry["id"]) == ("entry", 1, ids[1])
+        (later,) = append(api, session, custom(2))
+        assert next(events).entry == remote.entry(session, later)
+        events.close()
+
+    async def follow() -> list[tuple[str, int | None]]:
+        async with AsyncRemoteSessionStore(feed_server.base_url, token, tenant="default") as remote:
+            got = []
+            async for event in remote.events(session):
+                got.append((event.kind, event.seq))
+                if event.seq == 2:
+                    await asyncio.to_thread(api.delete, f"/v1/sessions/{session}")
+            return got
+
+    assert asyncio.run(asyncio.wait_for(follow(), 30)) == [("entry", 0), ("entry", 1), ("entry", 2), ("deleted", None)]
