@@ -269,19 +269,6 @@ class SessionStore:
             entry = None if event.line is None else dict(json_loads(event.line))
             yield SessionEvent(event.kind, seq=event.seq, entry=entry, leaf_id=event.leaf_id)
 
-    def session_feed(self, session_id: str) -> SessionFeed:
-        """Reads of the session for a follower that has its own change hub (the service's feeds)."""
-        from sessionstore.store.changes import SessionFeed
-
-        return SessionFeed(self._entries, session_id)
-
-    def watch_changes(self) -> ChangeHub:
-        """A watcher of this database's writes by any writer in any process, for this process (one is
-        enough: it serves any number of watches); the caller closes it. See :mod:`sessionstore.store.changes`."""
-        from sessionstore.store.changes import open_hub
-
-        return open_hub(self._entries)
-
     # -- reading the tree (pi's getters) -------------------------------------------------------
     def leaf(self, session_id: str) -> str | None:
         """pi's ``getLeafId``."""
@@ -814,3 +801,19 @@ def __getattr__(name: str) -> Any:
 
         return SyncResult
     raise AttributeError(f"module 'sessionstore.api' has no attribute {name!r}")
+
+
+def session_feed(store: SessionStore, session_id: str) -> SessionFeed:
+    """Reads of the session for a follower that has a change hub of its own (the service's feeds, the
+    async store's ``events``): see :class:`sessionstore.store.changes.SessionFeed`."""
+    from sessionstore.store.changes import SessionFeed
+
+    return SessionFeed(store._entries, session_id)
+
+
+def watch_changes(store: SessionStore) -> ChangeHub:
+    """A watcher of ``store``'s database's writes by any writer in any process, for this process (one
+    serves any number of watches); the caller closes it. See :mod:`sessionstore.store.changes`."""
+    from sessionstore.store.changes import open_hub
+
+    return open_hub(store._entries)

@@ -25,7 +25,7 @@ from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
-from sessionstore.api import SessionStore
+from sessionstore.api import SessionStore, session_feed, watch_changes
 from sessionstore.service.config import Limits
 from sessionstore.store.changes import Change, ChangeHub, Cursor, FeedEvent, SessionFeed, Watch
 
@@ -223,7 +223,7 @@ class Feeds:
     async def hub(self) -> ChangeHub:
         async with self._hub_lock:
             if self._hub is None:
-                self._hub = await run_in_threadpool(self.store.watch_changes)
+                self._hub = await run_in_threadpool(watch_changes, self.store)
             return self._hub
 
     def _on_loop(self, act: Callable[[], None]) -> Callable[[Change | None], None]:
@@ -243,7 +243,7 @@ class Feeds:
         found = self._topics.get((store.tenant, key))  # (another request made it meanwhile)
         if found is not None:
             return found
-        topic = SessionTopic(self, store.session_feed(session_id), store.tenant, key)
+        topic = SessionTopic(self, session_feed(store, session_id), store.tenant, key)
         self._topics[store.tenant, key] = topic
         topic.watch = hub.watch(self._on_loop(topic.poke), tenant=store.tenant, key=key)
         return topic
@@ -285,7 +285,7 @@ class Feeds:
         topic = await self.session_topic(store, session_id, key)
         topic.subscribers.add(subscriber)
         topic.poke()
-        feed = store.session_feed(session_id)
+        feed = session_feed(store, session_id)
         last_sent = after
         try:
             while True:

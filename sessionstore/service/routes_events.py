@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from sessionstore import views
+from sessionstore.api import session_feed
 from sessionstore.errors import SessionNotFoundError
 from sessionstore.service import bodies as _bodies  # noqa: F401 (registers the {name:id} convertor)
 from sessionstore.service import feeds as feeds_module
@@ -140,7 +141,7 @@ async def session_events(
     stores it, as Server-Sent Events."""
     start = _after(last_event_id, after)
     feeds = feeds_of(request)
-    key = await run_in_threadpool(store.session_feed(session_id).key)
+    key = await run_in_threadpool(session_feed(store, session_id).key)
     if key is None:
         raise SessionNotFoundError(session_id)
     subscriber = Subscriber(Cursor(after=start, key=key), feeds.limits)

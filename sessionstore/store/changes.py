@@ -28,7 +28,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -246,7 +246,8 @@ class SqliteWatcher(ChangeHub):
             if before != (count, leaf):
                 kind: ChangeKind = "entries" if before is None or before[0] != count else "leaf"
                 self._deliver(Change(tenant, key, count - 1, kind, from_db(sid)))
-        self._seen_keys = {k: v for k, v in self._seen_keys.items() if k in set(keys)}
+        watched = set(keys)
+        self._seen_keys = {k: v for k, v in self._seen_keys.items() if k in watched}
         for tenant in tenants:
             before_rows = self._seen_tenants.get(tenant)
             now_rows: dict[int, tuple[int, str | None, str]] = {}
@@ -263,7 +264,8 @@ class SqliteWatcher(ChangeHub):
                     self._deliver_tenant(Change(tenant, key, state[0] - 1, kind, state[2]))
             for key in before_rows.keys() - now_rows.keys():
                 self._deliver_tenant(Change(tenant, key, -1, "deleted", before_rows[key][2]))
-        self._seen_tenants = {t: v for t, v in self._seen_tenants.items() if t in set(tenants)}
+        named = set(tenants)
+        self._seen_tenants = {t: v for t, v in self._seen_tenants.items() if t in named}
 
     def _deliver(self, change: Change | None) -> None:
         # The rows by key are for the key's watches; a tenant's watches have their own look.
@@ -380,7 +382,6 @@ class SessionFeed:
     session_id: str
     page: int = 256
     """Most entries one :meth:`advance` reads."""
-    _known: bool = field(default=False, repr=False)
 
     def key(self) -> int | None:
         """The session's key, ``None`` when it does not exist (for this tenant)."""
