@@ -562,8 +562,7 @@ class AsyncSessionStore:
         run, the waits for a change on this loop (a change hub of its own, closed at the end)."""
         from sessionstore.api import session_feed, watch_changes
         from sessionstore.errors import SessionNotFoundError
-        from sessionstore.store.changes import ChangeHub, Cursor, SessionFeed
-        from sessionstore.wire.codec import json_loads
+        from sessionstore.store.changes import ChangeHub, Cursor, SessionFeed, session_event
 
         feed: SessionFeed = await self._run(session_feed, session_id)
         key = await self._run(lambda _store: feed.key())
@@ -583,8 +582,7 @@ class AsyncSessionStore:
                 woken.clear()
                 events, caught_up = await self._run(lambda _store: feed.advance(cursor))
                 for event in events:
-                    entry = None if event.line is None else dict(json_loads(event.line))
-                    yield SessionEvent(event.kind, seq=event.seq, entry=entry, leaf_id=event.leaf_id)
+                    yield session_event(event)
                 if cursor.done or not caught_up:
                     continue
                 while not woken.is_set():

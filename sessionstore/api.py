@@ -49,7 +49,6 @@ from sessionstore.store.records import (
 )
 from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
-from sessionstore.wire.codec import json_loads
 
 if TYPE_CHECKING:
     # (the pydantic models are imported where a message or an entry is checked, the search and stats
@@ -263,11 +262,10 @@ class SessionStore:
         one as any writer stores it (another process, the CLI, a sync; a leaf move as a ``leaf`` event),
         until the session is deleted (a last ``deleted`` event) or ``stop()`` is true (asked at least
         every ``idle`` seconds). ``SessionNotFoundError`` when there is no such session."""
-        from sessionstore.store.changes import follow
+        from sessionstore.store.changes import follow, session_event
 
         for event in follow(self._entries, session_id, after=-1 if after is None else after, idle=idle, stop=stop):
-            entry = None if event.line is None else dict(json_loads(event.line))
-            yield SessionEvent(event.kind, seq=event.seq, entry=entry, leaf_id=event.leaf_id)
+            yield session_event(event)
 
     # -- reading the tree (pi's getters) -------------------------------------------------------
     def leaf(self, session_id: str) -> str | None:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from sessionstore.store.dbtext import from_db, to_db
-from sessionstore.store.records import UNSET, _Unset
+from sessionstore.store.records import UNSET, SessionEvent, _Unset
 
 if TYPE_CHECKING:
     from sessionstore.store.entry_store import EntryStore
@@ -355,6 +355,14 @@ class FeedEvent:
     seq: int | None = None
     line: bytes | None = None
     leaf_id: str | None = None
+
+
+def session_event(event: FeedEvent) -> SessionEvent:
+    """The library's form of a feed's event: the entry decoded."""
+    from sessionstore.wire.codec import json_loads
+
+    entry = None if event.line is None else dict(json_loads(event.line))
+    return SessionEvent(event.kind, seq=event.seq, entry=entry, leaf_id=event.leaf_id)
 
 
 @dataclass(slots=True)
