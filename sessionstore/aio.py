@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
@@ -60,7 +61,7 @@ from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.store.engine import Durability
-from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode
+from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionEvent, SessionInfo, TreeNode
 from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 
@@ -554,6 +555,44 @@ class AsyncSessionStore:
     async def write_tree_json(self, session_id: str, fp: IO[bytes]) -> None:
         """``tree --json``'s bytes written to ``fp``, one node at a time (on the worker)."""
         await self._run(SessionStore.write_tree_json, session_id, fp)
+
+    async def events(self, session_id: str, *, after: int | None = None, idle: float = 1.0,
+                     stop: Callable[[], bool] | None = None) -> AsyncIterator[SessionEvent]:
+        """As ``SessionStore.events``, iterated with ``async for``: the reads run where the store's calls
+        run, the waits for a change on this loop (a change hub of its own, closed at the end)."""
+        from sessionstore.api import session_feed, watch_changes
+        from sessionstore.errors import SessionNotFoundError
+        from sessionstore.store.changes import ChangeHub, Cursor, SessionFeed, session_event
+
+        feed: SessionFeed = await self._run(session_feed, session_id)
+        key = await self._run(lambda _store: feed.key())
+        if key is None:
+            raise SessionNotFoundError(session_id)
+        hub: ChangeHub = await self._run(watch_changes)
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+
+        def wake(_change: object) -> None:
+            loop.call_soon_threadsafe(woken.set)
+
+        watch = hub.watch(wake, tenant=self.tenant, key=key)
+        cursor = Cursor(after=-1 if after is None else after, key=key)
+        try:
+            while not cursor.done:
+                woken.clear()
+                events, caught_up = await self._run(lambda _store: feed.advance(cursor))
+                for event in events:
+                    yield session_event(event)
+                if cursor.done or not caught_up:
+                    continue
+                while not woken.is_set():
+                    if stop is not None and stop():
+                        return
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), idle)
+        finally:
+            watch.close()
+            await asyncio.to_thread(hub.close)
 
     async def write_entry_lines(self, session_id: str, fp: IO[bytes], *, after: int = -1,
                                 limit: int | None = None) -> tuple[int, int | None]:

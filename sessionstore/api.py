@@ -10,7 +10,7 @@ validation, projection and compaction planning.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -37,7 +37,16 @@ from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire, plain_json
 from sessionstore.store.engine import Durability
 from sessionstore.store.entry_store import AppendView, EntryStore, new_header
-from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import (
+    UNSET,
+    AppendResult,
+    ImportResult,
+    ListOrder,
+    SessionEvent,
+    SessionInfo,
+    TreeNode,
+    _Unset,
+)
 from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
 
@@ -50,6 +59,7 @@ if TYPE_CHECKING:
     from sessionstore.catalog.sync import Progress as SyncProgress
     from sessionstore.catalog.sync import SyncResult
     from sessionstore.models.content import WireModel
+    from sessionstore.store.changes import ChangeHub, SessionFeed
 
 Json = dict[str, Any]
 Leaf = str | None | _Unset
@@ -244,6 +254,18 @@ class SessionStore:
         """Write the stored lines of the entries whose seq (append index, from 0) is above ``after``, in
         append order, at most ``limit``, streamed (for a catch-up); returns the count and the last seq."""
         return self._entries.write_entry_lines(session_id, fp, after=after, limit=limit)
+
+    # -- following (SPEC 17) ---------------------------------------------------------------------
+    def events(self, session_id: str, *, after: int | None = None, idle: float = 1.0,
+               stop: Callable[[], bool] | None = None) -> Iterator[SessionEvent]:
+        """The session's entries after seq ``after`` (default: from the first), in order, then each new
+        one as any writer stores it (another process, the CLI, a sync; a leaf move as a ``leaf`` event),
+        until the session is deleted (a last ``deleted`` event) or ``stop()`` is true (asked at least
+        every ``idle`` seconds). ``SessionNotFoundError`` when there is no such session."""
+        from sessionstore.store.changes import follow, session_event
+
+        for event in follow(self._entries, session_id, after=-1 if after is None else after, idle=idle, stop=stop):
+            yield session_event(event)
 
     # -- reading the tree (pi's getters) -------------------------------------------------------
     def leaf(self, session_id: str) -> str | None:
@@ -777,3 +799,19 @@ def __getattr__(name: str) -> Any:
 
         return SyncResult
     raise AttributeError(f"module 'sessionstore.api' has no attribute {name!r}")
+
+
+def session_feed(store: SessionStore, session_id: str) -> SessionFeed:
+    """Reads of the session for a follower that has a change hub of its own (the service's feeds, the
+    async store's ``events``): see :class:`sessionstore.store.changes.SessionFeed`."""
+    from sessionstore.store.changes import SessionFeed
+
+    return SessionFeed(store._entries, session_id)
+
+
+def watch_changes(store: SessionStore) -> ChangeHub:
+    """A watcher of ``store``'s database's writes by any writer in any process, for this process (one
+    serves any number of watches); the caller closes it. See :mod:`sessionstore.store.changes`."""
+    from sessionstore.store.changes import open_hub
+
+    return open_hub(store._entries)

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
@@ -44,7 +44,16 @@ from sessionstore.protocol import etag, segment
 from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire
 from sessionstore.store.entry_store import new_header
-from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionInfo, TreeNode, _Unset
+from sessionstore.store.records import (
+    UNSET,
+    AppendResult,
+    ImportResult,
+    ListOrder,
+    SessionEvent,
+    SessionInfo,
+    TreeNode,
+    _Unset,
+)
 from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import parse_line
@@ -691,6 +700,30 @@ class RemoteSessionStore:
         raise errors.InvalidInputError("watch_sync reads a local pi directory: run it where the server's"
                                        " database is")
 
+    # -- following (SPEC 17) ---------------------------------------------------------------------
+    def events(self, session_id: str, *, after: int | None = None) -> Iterator[SessionEvent]:
+        """As :meth:`SessionStore.events <sessionstore.api.SessionStore.events>`, from the session's event
+        stream: its entries after seq ``after``, then each new one, until a ``deleted`` event. A dropped
+        connection, a server restart or a cut-off is reconnected with ``Last-Event-ID`` (nothing skipped
+        or repeated); ``retries`` failed connections in a row raise ``StoreError``."""
+        follow = _Following(session_id, after)
+        while True:
+            try:
+                with self._http.stream("GET", self._session_path(session_id, "/events"), headers=follow.headers(),
+                                       timeout=_FEED_TIMEOUT) as response:
+                    if response.status_code not in (200, *RETRY_STATUSES):
+                        response.read()
+                        raise _problem_of(response, session_id)
+                    for line in response.iter_lines() if response.status_code == 200 else ():
+                        event = follow.line(line)
+                        if event is not None:
+                            yield event
+                            if event.kind == "deleted":
+                                return
+            except (httpx.TransportError, httpx.RemoteProtocolError):
+                pass
+            time.sleep(follow.failed(self.url, self._retries))
+
 
 class AsyncRemoteSessionStore:
     """The async twin of :class:`RemoteSessionStore`: every method is the sync one's, awaited, run in a
@@ -734,3 +767,102 @@ class AsyncRemoteSessionStore:
             return await asyncio.to_thread(method, *args, **kwargs)
 
         return call
+
+    async def events(self, session_id: str, *, after: int | None = None) -> AsyncIterator[SessionEvent]:
+        """As :meth:`RemoteSessionStore.events`, on the event loop (one HTTP connection of its own)."""
+        store = self._store
+        follow = _Following(session_id, after)
+        async with httpx.AsyncClient(base_url=store.url, headers=dict(store._http.headers)) as http:
+            while True:
+                try:
+                    async with http.stream("GET", store._session_path(session_id, "/events"),
+                                           headers=follow.headers(), timeout=_FEED_TIMEOUT) as response:
+                        if response.status_code not in (200, *RETRY_STATUSES):
+                            await response.aread()
+                            raise _problem_of(response, session_id)
+                        async for line in _lines(response):
+                            event = follow.line(line)
+                            if event is not None:
+                                yield event
+                                if event.kind == "deleted":
+                                    return
+                except (httpx.TransportError, httpx.RemoteProtocolError):
+                    pass
+                await asyncio.sleep(follow.failed(store.url, store._retries))
+
+
+_FEED_TIMEOUT = httpx.Timeout(30.0, read=60.0)
+"""A feed's read timeout: beyond the server's heartbeat (15 s), so a silent connection is a dead one."""
+
+
+async def _lines(response: httpx.Response) -> AsyncIterator[str]:
+    """The lines of a feed's answer (none for a 503: it is tried again)."""
+    if response.status_code == 200:
+        async for line in response.aiter_lines():
+            yield line
+
+
+def _problem_of(response: httpx.Response, session_id: str) -> Exception:
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = {"code": "INTERNAL", "detail": response.text[:200]}
+    return error_from_problem(response.status_code, problem if isinstance(problem, dict) else {}, session_id)
+
+
+class _Following:
+    """A client's reading of one session's event stream (SSE framing), its last seq, and its reconnects."""
+
+    def __init__(self, session_id: str, after: int | None) -> None:
+        self.session_id = session_id
+        self.last = after
+        self.attempts = 0
+        self._kind = "message"
+        self._data: list[str] = []
+        self._id: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self.last is not None:
+            headers["Last-Event-ID"] = str(self.last)
+        return headers
+
+    def failed(self, url: str, retries: int) -> float:
+        """The pause before the next connection; ``StoreError`` after ``retries`` failures in a row."""
+        self.attempts += 1
+        self._kind, self._data, self._id = "message", [], None
+        if self.attempts > retries:
+            raise errors.StoreError(f"the server at {url} did not answer the events of {self.session_id!r}")
+        return float(min(0.05 * 2 ** self.attempts, 2.0))
+
+    def line(self, line: str) -> SessionEvent | None:
+        """Read one line of the stream; the event it completes, if any."""
+        if line == "":
+            kind, data, event_id = self._kind, "\n".join(self._data), self._id
+            self._kind, self._data, self._id = "message", [], None
+            return self._event(kind, data, event_id)
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "event":
+            self._kind = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            self._id = value
+        return None
+
+    def _event(self, kind: str, data: str, event_id: str | None) -> SessionEvent | None:
+        self.attempts = 0
+        if kind == "entry" and event_id is not None:
+            seq = int(event_id)
+            if self.last is not None and seq <= self.last:
+                return None  # (never twice, whatever a server sends)
+            self.last = seq
+            return SessionEvent("entry", seq=seq, entry=dict(parse_line(data.encode())))
+        if kind == "leaf":
+            return SessionEvent("leaf", leaf_id=parse_line(data.encode()).get("leafId"))
+        if kind == "deleted":
+            return SessionEvent("deleted")
+        return None  # (resume: the stream ends, and is reconnected after the last seq)

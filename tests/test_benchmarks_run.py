@@ -24,6 +24,7 @@ RUNS = {
     "memory.py": ["--quick", "--mb", "2", "--repeat", "1", "--tree-cap", "30"],
     "service.py": ["--quick"],
     "service_memory.py": ["--quick"],
+    "feeds.py": ["--quick"],
 }
 NEEDS = {"peers.py": "agents"}
 """A script's benchmark-only extra (``.[bench]``), by the module it imports."""

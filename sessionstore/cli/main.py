@@ -395,7 +395,8 @@ def database_errors(url: str) -> Iterator[None]:
         raise DatabaseProblem(db_label(url), _database_reason(exc, url)) from exc
 
 
-READ_ONLY_COMMANDS = frozenset({"context", "export", "validate", "ls", "tree", "show", "payload", "search", "stats"})
+READ_ONLY_COMMANDS = frozenset({"context", "export", "validate", "ls", "tree", "show", "payload", "search", "stats",
+                                "tail"})
 """Commands that only read: they open an existing database and never create one (nor its schema)."""
 
 
@@ -1698,7 +1699,8 @@ from sessionstore.cli.search_cmd import search  # noqa: E402
 from sessionstore.cli.serve_cmd import serve  # noqa: E402
 from sessionstore.cli.stats_cmd import stats  # noqa: E402
 from sessionstore.cli.sync_cmd import sync  # noqa: E402
+from sessionstore.cli.tail_cmd import tail  # noqa: E402
 from sessionstore.cli.token_cmd import token  # noqa: E402
 
-for command in (payload, search, serve, stats, sync, token):
+for command in (payload, search, serve, stats, sync, tail, token):
     cli.add_command(command)

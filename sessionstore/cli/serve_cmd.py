@@ -91,12 +91,22 @@ def _bind(host: str, port: int) -> socket.socket:
               help="At most N requests per tenant per second, minute or hour (N/s, N/min, N/h), counted in the"
                    " database so the limit holds across workers and hosts; over it: 429 with Retry-After."
                    " Off by default.")
+@click.option("--feed-heartbeat", type=click.FloatRange(min=0.05), default=Limits.feed_heartbeat, show_default=True,
+              metavar="SECONDS", help="An event stream sends a comment when it sent nothing for this long.")
+@click.option("--feed-queue", type=click.IntRange(min=1), default=Limits.feed_queue, show_default=True,
+              metavar="EVENTS", help="Cut off an event stream's subscriber this many events behind (it may resume).")
+@click.option("--feed-queue-bytes", type=click.IntRange(min=1), default=Limits.feed_queue_bytes, show_default=True,
+              metavar="BYTES", help="... or this many bytes of entries behind.")
+@click.option("--feed-cut-grace", type=click.FloatRange(min=0.05), default=Limits.feed_cut_grace, show_default=True,
+              metavar="SECONDS", help="Disconnect a feed's subscriber that takes nothing for this long (it"
+                                      " may resume).")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
           max_entries: int, graceful_timeout: float, metrics_public: bool, body_timeout: float,
-          body_min_rate: int, token_cache: float, rate_limit: str | None) -> None:
+          body_min_rate: int, token_cache: float, rate_limit: str | None, feed_heartbeat: float, feed_queue: int,
+          feed_queue_bytes: int, feed_cut_grace: float) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on SIGTERM or Ctrl-C, gracefully (exit status 0).
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -119,7 +129,9 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
                            rate_limit=budget,
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,
-                                         body_min_rate=body_min_rate))
+                                         body_min_rate=body_min_rate,
+                                         feed_heartbeat=feed_heartbeat, feed_queue=feed_queue,
+                                         feed_queue_bytes=feed_queue_bytes, feed_cut_grace=feed_cut_grace))
     os.environ.update(config.to_env())
     sock = _bind(host, port)
     # Every worker's metrics go to one directory of this server's, so that /metrics in any worker adds

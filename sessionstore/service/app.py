@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from sessionstore import errors
 from sessionstore.api import SessionStore
-from sessionstore.service import ops, problems, routes_lookup, routes_read, routes_write, tokens
+from sessionstore.service import ops, problems, routes_events, routes_lookup, routes_read, routes_write, tokens
 from sessionstore.service.config import ServiceConfig
 from sessionstore.service.middleware import ServiceMiddleware
 from sessionstore.service.ratelimit import RateLimiter
@@ -35,6 +35,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
         try:
             yield
         finally:
+            if getattr(app.state, "feeds", None) is not None:
+                app.state.feeds.close()
             app.state.store.close()
             ops.worker_exiting()
 
@@ -49,6 +51,7 @@ def create_app(config: ServiceConfig) -> FastAPI:
     app.include_router(routes_read.router)
     app.include_router(routes_write.router)
     app.include_router(routes_lookup.router)
+    app.include_router(routes_events.router)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "PUT", "DELETE"],

@@ -27,7 +27,11 @@ class Limits:
     must arrive within ``body_timeout`` seconds, extended by one second for every ``body_min_rate`` bytes
     received (Apache mod_reqtimeout's rule), and never stall ``body_timeout`` seconds between two chunks;
     else it is dropped (408). An append takes at most ``max_entries`` entries; JSON may nest
-    ``max_nesting`` levels deep (the library's rule)."""
+    ``max_nesting`` levels deep (the library's rule). An event
+    stream sends a comment every ``feed_heartbeat`` seconds when it has nothing else to send; a
+    subscriber more than ``feed_queue`` events (or ``feed_queue_bytes`` bytes) behind is cut off, with a
+    last event telling it to resume, and one that takes nothing for ``feed_cut_grace`` seconds is
+    disconnected."""
 
     max_body: int = 16 * MIB
     max_import_body: int = 64 * MIB
@@ -35,6 +39,10 @@ class Limits:
     max_nesting: int = MAX_JSON_DEPTH
     body_timeout: float = 30.0
     body_min_rate: int = 500
+    feed_heartbeat: float = 15.0
+    feed_queue: int = 1000
+    feed_queue_bytes: int = 8 * MIB
+    feed_cut_grace: float = 30.0
 
 
 UNITS = {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600}

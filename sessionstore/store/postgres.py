@@ -42,6 +42,7 @@ from sessionstore.store.backend import (
     TreeRow,
     select_list,
 )
+from sessionstore.store.changes import PG_NOTIFY
 from sessionstore.store.facts import NodeFacts, UsageRow
 from sessionstore.store.pg_async import blocking_driver
 from sessionstore.store.sqltx import (
@@ -180,6 +181,7 @@ STATEMENTS = Statements(
         " AND depth >= %(stop)s AND type = %(type)s ORDER BY seq"
     ),
     tree_links=f"SELECT seq, parent_seq FROM {ENTRIES} WHERE session_key = %(key)s ORDER BY seq",
+    notify=PG_NOTIFY,
 )
 
 _SESSIONS_WITH_TEXT = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE text LIKE %(pattern)s"

@@ -34,6 +34,18 @@ LIST_ORDERS: tuple[ListOrder, ...] = ("activity", "modified")
 
 
 @dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """One event of a session's feed (``SessionStore.events``, SPEC 17): ``entry`` (the stored entry and
+    its ``seq``, its position in the session from 0), ``leaf`` (the leaf moved to ``leaf_id`` without an
+    entry) or ``deleted`` (the session is gone; the last event)."""
+
+    kind: Literal["entry", "leaf", "deleted"]
+    seq: int | None = None
+    entry: Json | None = None
+    leaf_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ImportResult:
     """An imported file: its session, the entries stored, the lines skipped (lenient mode) and what
     was read tolerantly, as pi reads it (entry-code diagnostics, in file order)."""

@@ -110,6 +110,9 @@ class Statements:
     """``payloads_between`` of the entries of ``type`` only."""
     tree_links: str
     """``seq, parent_seq`` of every entry of session ``key``, in seq order."""
+    notify: str | None = None
+    """The announcement of a change of session ``key`` (``kind``: ``changes.ChangeKind``) inside the
+    writing transaction, for a database whose watchers are told (``None``: they look; see ``changes``)."""
 
 
 def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
@@ -177,9 +180,17 @@ class StatementTx:
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
         params = head_update_params(update)
         self.cursor.execute(self.sql.update_head if texts_changed else self.sql.update_head_counts, params)
+        self._changed(update.key, "entries")
 
     def set_leaf(self, key: int, leaf_id: str | None, leaf: NodeFacts | None, *, active_ms: int | None = None) -> None:
         self.cursor.execute(self.sql.set_leaf, {"key": key, **_leaf_params(leaf_id, leaf), "active_ms": active_ms})
+        self._changed(key, "leaf")
+
+    def _changed(self, key: int, kind: str) -> None:
+        """The one hook of change notification: every write of a session ends in ``update_head``,
+        ``set_leaf`` or ``delete_session``, each of which announces it here."""
+        if self.sql.notify is not None:
+            self.cursor.execute(self.sql.notify, {"key": key, "kind": kind})
 
     def entry_ids_with_prefix(self, key: int, prefix: str, limit: int) -> list[EntryBrief]:
         params = {"key": key, "prefix": prefix, "length": len(prefix), "upper": prefix_upper_bound(prefix),
@@ -188,6 +199,7 @@ class StatementTx:
 
     def delete_session(self, key: int) -> None:
         # The append-only trigger lets entries go only while their session is marked as deleting.
+        self._changed(key, "deleted")  # (while the row is there to name the session)
         for sql in (self.sql.mark_deleting, *self.sql.delete_catalog, self.sql.delete_entries, self.sql.delete_session):
             self.cursor.execute(sql, {"key": key})
 

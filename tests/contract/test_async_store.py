@@ -41,13 +41,16 @@ def public_methods(cls: type) -> dict[str, Any]:
 
 
 NOT_AWAITED = frozenset({"for_tenant"})
+ITERATED = frozenset({"events"})
+"""Methods that yield as they go: iterated with ``async for`` on the async store."""
 """Methods that do no I/O on either store (a view of another tenant on the same database): plain on both."""
 
 
 @pytest.mark.parametrize("name", sorted(set(public_methods(SessionStore)) - NOT_AWAITED))
 def test_every_session_store_method_has_an_awaitable_twin_with_its_signature(name: str) -> None:
     twin = public_methods(AsyncSessionStore).get(name)
-    assert twin is not None and inspect.iscoroutinefunction(twin), f"AsyncSessionStore.{name} is missing"
+    awaitable = inspect.isasyncgenfunction(twin) if name in ITERATED else inspect.iscoroutinefunction(twin)
+    assert twin is not None and awaitable, f"AsyncSessionStore.{name} is missing"
     sync_params = list(inspect.signature(getattr(SessionStore, name)).parameters.values())
     async_params = list(inspect.signature(twin).parameters.values())
     assert async_params == sync_params
@@ -408,3 +411,24 @@ def test_without_greenlet_the_async_postgresql_store_says_what_to_install(monkey
         engine.make_engine("postgresql://nobody@127.0.0.1:1/none", on_event_loop=True)
     with pytest.raises(InvalidInputError, match="PostgreSQL's"):
         engine.make_engine("sqlite:///:memory:", on_event_loop=True)
+
+
+async def test_the_async_events_follow_a_session_as_the_sync_ones_do(aio: AsyncSessionStore, db_url: str) -> None:
+    sid = await aio.create_session(cwd="/follow")
+    first = await aio.append_custom(sid, "tick", {"n": 0})
+    got = []
+
+    async def follow() -> None:
+        async for event in aio.events(sid):
+            got.append((event.kind, event.seq, event.entry and event.entry["id"]))
+            if event.kind == "deleted":
+                return
+
+    task = asyncio.create_task(follow())
+    await asyncio.sleep(0.5)
+    with SessionStore(db_url) as other:  # (another writer: the change reaches the follower)
+        second = other.append_custom(sid, "tick", {"n": 1})
+        await asyncio.sleep(1.0)
+        other.delete_session(sid)
+    await asyncio.wait_for(task, 10)
+    assert got == [("entry", 0, first), ("entry", 1, second), ("deleted", None, None)]

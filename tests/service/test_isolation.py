@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,7 @@ SESSION_ROUTES = [
     Route("GET", "/v1/sessions/{sid}/export?format=html", "/v1/sessions/{session_id}/export"),
     Route("GET", "/v1/sessions/{sid}/entry-ids?prefix=a1", "/v1/sessions/{session_id}/entry-ids"),
     Route("GET", "/v1/sessions/{sid}/entries/{eid}", "/v1/sessions/{session_id}/entries/{entry_id}"),
+    Route("GET", "/v1/sessions/{sid}/events", "/v1/sessions/{session_id}/events"),
 ]
 """Routes that name a session: B on A's id must answer as B on an id that exists nowhere."""
 
@@ -77,8 +79,11 @@ CREATING_ROUTES = [
 ]
 """Routes that create: B may create a session with A's id in its own tenant, never touching A's."""
 
-NOT_TENANT_DATA = {"/healthz", "/readyz", "/metrics", "/v1/events", "/v1/sessions/{session_id}/events"}
-"""Published routes outside this issue's table of tenant data (issue 24's feeds and operations)."""
+NOT_TENANT_DATA = {"/healthz", "/readyz", "/metrics"}
+"""Published routes outside this issue's table of tenant data (issue 24's operations)."""
+
+TENANT_FEEDS = [Route("GET", "/v1/events", "/v1/events")]
+"""Streams over the caller's whole tenant (tested by watching them: they do not end)."""
 
 
 def _fill(value: Any, sid: str, eid: str) -> Any:
@@ -183,7 +188,7 @@ def test_another_tenant_may_hold_the_same_id_without_touching_the_first(
 
 def test_the_table_covers_every_published_route(server: Server) -> None:
     published = httpx.get(server.base_url + "/openapi.json").json()["paths"]
-    covered = {(r.method, r.openapi) for r in SESSION_ROUTES + TENANT_ROUTES + CREATING_ROUTES}
+    covered = {(r.method, r.openapi) for r in SESSION_ROUTES + TENANT_ROUTES + CREATING_ROUTES + TENANT_FEEDS}
     missing = [(method.upper(), path) for path, methods in published.items() for method in methods
                if path not in NOT_TENANT_DATA and (method.upper(), path) not in covered]
     assert missing == []
@@ -237,3 +242,25 @@ def test_no_token_reaches_a_log_line(server: Server, tenants: tuple[httpx.Client
     assert log  # (the access log has lines)
     assert not [s for s in secrets if s in log]
     assert "Traceback" not in log
+
+
+def test_the_tenant_feed_never_carries_another_tenants_sessions(
+        server: Server, tenants: tuple[httpx.Client, httpx.Client]) -> None:
+    from tests.service.test_feeds import Feed
+
+    a, b = tenants
+    watched = Feed(server, "/v1/events", server.token("beta", "read"))
+    try:
+        time.sleep(0.5)  # (the feed is listening)
+        appended = a.post(f"/v1/sessions/{A_SESSION}/entries", json={"type": "custom", "customType": MARKER})
+        assert appended.status_code == 201, appended.text
+        sentinel = f"beta-sentinel-{len(MARKER)}"
+        assert b.post("/v1/sessions", json={"id": sentinel, "cwd": "/b"}).status_code == 201
+        seen: list[str] = []
+        while not any(sentinel in text for text in seen):
+            event = watched.next(10.0)
+            assert event is not None
+            seen.append(event.data)
+        assert not any(MARKER in text or A_SESSION in text for text in seen), seen
+    finally:
+        watched.close()
