@@ -37,12 +37,18 @@ def session(db_url: str) -> Iterator[tuple[SessionStore, str, list[str]]]:
         yield store, sid, ids
 
 
+def _interruptible() -> None:
+    """Ctrl-C reaches the child as a terminal's would, also when this suite runs as a background job
+    (a non-interactive shell starts those with SIGINT ignored, and the child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Following:
     """``tail --follow`` running, its stdout lines queued as they come."""
 
     def __init__(self, db_url: str, *args: str) -> None:
         self.process = subprocess.Popen(sessionstore("--db", db_url, "tail", *args), stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+                                        stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible)
         self.lines: queue.Queue[str] = queue.Queue()
         assert self.process.stdout is not None
         threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
