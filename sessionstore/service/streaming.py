@@ -13,13 +13,16 @@ chunk: the client sees a cut body, never one that looks complete.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import threading
+from collections import deque
 from collections.abc import Callable
 from typing import IO, cast
 
 import anyio
-from anyio import from_thread, to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio import to_thread
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -47,10 +50,69 @@ class ClientGone(Exception):
     """Raised by :meth:`Pipe.write` once the client is gone: the writer unwinds and ends its transaction."""
 
 
+class Chunks:
+    """The chunks between the writer's thread and the event loop: at most :data:`BUFFERED` wait, and
+    :meth:`put` blocks the writer while they do. A put into a buffer with room returns at once (it does not
+    wait for the loop to take the chunk); the loop is woken only when the buffer turns non-empty or the
+    writer ends. After :meth:`close` (the client is gone) a put raises :class:`ClientGone`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, buffered: int = BUFFERED) -> None:
+        self._loop = loop
+        self._buffered = buffered
+        self._lock = threading.Condition()
+        self._items: deque[bytes] = deque()
+        self._ended = False
+        self._closed = False
+        self._ready = asyncio.Event()
+
+    # the writer's side (its thread)
+    def put(self, chunk: bytes) -> None:
+        with self._lock:
+            while len(self._items) >= self._buffered and not self._closed:
+                self._lock.wait()
+            if self._closed:
+                raise ClientGone("the client is gone")
+            self._items.append(chunk)
+            wake = len(self._items) == 1
+        if wake:
+            self._wake()
+
+    def end(self) -> None:
+        """No more chunks (the writer returned or failed); from either side."""
+        with self._lock:
+            self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(RuntimeError):  # (the loop is closed: nobody is reading)
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    # the loop's side
+    async def get(self) -> bytes | None:
+        """The next chunk, or None once the writer has ended and every chunk was taken."""
+        while True:
+            with self._lock:
+                if self._items:
+                    chunk = self._items.popleft()
+                    self._lock.notify()
+                    return chunk
+                if self._ended:
+                    return None
+                self._ready.clear()  # (under the lock: a put after this sets it again)
+            await self._ready.wait()
+
+    def close(self) -> None:
+        """The reader is gone: a blocked or later put raises :class:`ClientGone`."""
+        with self._lock:
+            self._closed = True
+            self._items.clear()
+            self._lock.notify_all()
+
+
 class Pipe:
     """The binary file the writer thread writes; ``headers`` set before the first write go on the response."""
 
-    def __init__(self, chunks: MemoryObjectSendStream[bytes]) -> None:
+    def __init__(self, chunks: Chunks) -> None:
         self.headers: dict[str, str] = {}
         self._chunks = chunks
         self._buffer = bytearray()
@@ -69,10 +131,10 @@ class Pipe:
             rest = rest[taken:]
             if len(self._buffer) < CHUNK:
                 return size
-            self._send(bytes(self._buffer))
+            self._chunks.put(bytes(self._buffer))
             self._buffer.clear()
         while len(rest) >= CHUNK:
-            self._send(bytes(rest[:CHUNK]))
+            self._chunks.put(bytes(rest[:CHUNK]))
             rest = rest[CHUNK:]
         self._buffer += rest
         return size
@@ -83,14 +145,8 @@ class Pipe:
     def close_out(self) -> None:
         """Send what is left (the writer has returned)."""
         if self._buffer:
-            self._send(bytes(self._buffer))
+            self._chunks.put(bytes(self._buffer))
             self._buffer.clear()
-
-    def _send(self, chunk: bytes) -> None:
-        try:
-            from_thread.run(self._chunks.send, chunk)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            raise ClientGone("the client is gone") from None
 
 
 class PipedResponse(Response):
@@ -107,15 +163,17 @@ class PipedResponse(Response):
         self._started = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        sending, chunks = anyio.create_memory_object_stream[bytes](BUFFERED)
-        pipe = Pipe(sending)
+        chunks = Chunks(asyncio.get_running_loop())
+        pipe = Pipe(chunks)
         async with anyio.create_task_group() as group:
-            group.start_soon(self._run_writer, pipe, sending)
-            with chunks:  # (closed on the way out: a writer still writing gets ClientGone and ends)
+            group.start_soon(self._run_writer, pipe, chunks)
+            try:
                 async with anyio.create_task_group() as body:
                     body.start_soon(_until_disconnect, receive, body.cancel_scope)
                     await self._send_body(chunks, pipe, send)
                     body.cancel_scope.cancel()  # (the disconnect listener)
+            finally:
+                chunks.close()  # (a writer still writing gets ClientGone and ends)
         if self._failed is not None and not self._started:
             raise self._failed  # (the route's error: its problem response)
         if self._failed is not None:
@@ -124,7 +182,7 @@ class PipedResponse(Response):
             log.error("a streamed body failed after its first byte: %s", type(self._failed).__name__,
                       exc_info=self._failed)
 
-    async def _run_writer(self, pipe: Pipe, sending: MemoryObjectSendStream[bytes]) -> None:
+    async def _run_writer(self, pipe: Pipe, chunks: Chunks) -> None:
         def run() -> None:
             self._write(pipe)
             pipe.close_out()
@@ -136,13 +194,13 @@ class PipedResponse(Response):
         except Exception as exc:  # (raised by __call__ once the body's task group is done)
             self._failed = exc
         finally:
-            await sending.aclose()
+            chunks.end()  # (after _failed is set: the body sees the failure with the end)
 
-    async def _send_body(self, chunks: MemoryObjectReceiveStream[bytes], pipe: Pipe, send: Send) -> None:
+    async def _send_body(self, chunks: Chunks, pipe: Pipe, send: Send) -> None:
         """The status and headers once the first chunk is there (nothing, if the writer failed first),
         then the chunks, then the end of the body unless the writer failed; returns when the client is
         gone too (a send that raises ``OSError``, as ASGI 2.4 servers do)."""
-        chunk = await _next(chunks)
+        chunk = await chunks.get()
         if chunk is None and self._failed is not None:
             return
         self.headers.update(pipe.headers)
@@ -151,18 +209,11 @@ class PipedResponse(Response):
             self._started = True
             while chunk is not None:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                chunk = await _next(chunks)
+                chunk = await chunks.get()
             if self._failed is None:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             return
-
-
-async def _next(chunks: MemoryObjectReceiveStream[bytes]) -> bytes | None:
-    try:
-        return await chunks.receive()
-    except anyio.EndOfStream:
-        return None
 
 
 async def _until_disconnect(receive: Receive, body: anyio.CancelScope) -> None:

@@ -202,27 +202,66 @@ def test_a_failure_after_the_first_byte_cuts_the_connection(tmp_path: Path, star
 
 
 def test_the_pipe_sends_writes_of_any_size_in_whole_chunks() -> None:
+    import asyncio
+
     import anyio
 
-    from sessionstore.service.streaming import CHUNK, Pipe
+    from sessionstore.service.streaming import CHUNK, Chunks, Pipe
 
     sizes = [0, 1, 100, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7, 700_000, 5]
     parts = [bytes([n]) * size for n, size in enumerate(sizes * 3)]
 
     async def run() -> list[bytes]:
-        sending, chunks = anyio.create_memory_object_stream[bytes](10_000)
-        pipe = Pipe(sending)
+        chunks = Chunks(asyncio.get_running_loop(), buffered=2)  # (the writer waits for the reader)
+        pipe = Pipe(chunks)
 
         def write() -> None:
             for part in parts:
                 assert pipe.write(part) == len(part)
             pipe.close_out()
 
-        await anyio.to_thread.run_sync(write)
-        sending.close()
-        with chunks:
-            return [chunk async for chunk in chunks]
+        async def writer() -> None:
+            try:
+                await anyio.to_thread.run_sync(write)
+            finally:
+                chunks.end()
+
+        got = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer)
+            while (chunk := await chunks.get()) is not None:
+                got.append(chunk)
+        return got
 
     got = anyio.run(run)
     assert b"".join(got) == b"".join(parts)
     assert {len(chunk) for chunk in got[:-1]} == {CHUNK} and 0 < len(got[-1]) <= CHUNK
+
+
+def test_a_writer_blocked_on_a_full_pipe_gets_client_gone_when_the_reader_leaves() -> None:
+    import asyncio
+
+    import anyio
+
+    from sessionstore.service.streaming import CHUNK, Chunks, ClientGone, Pipe
+
+    async def run() -> BaseException | None:
+        chunks = Chunks(asyncio.get_running_loop(), buffered=1)
+        pipe = Pipe(chunks)
+        raised: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                for _ in range(10):
+                    pipe.write(b"x" * CHUNK)  # (blocks from the second chunk: nobody reads)
+            except ClientGone as exc:
+                raised.append(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, write)
+            assert await chunks.get() == b"x" * CHUNK
+            await anyio.sleep(0.05)
+            chunks.close()
+        return raised[0] if raised else None
+
+    assert isinstance(anyio.run(run), ClientGone)
