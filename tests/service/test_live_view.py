@@ -74,6 +74,10 @@ def shown_text(entry_id: str) -> str:
     return f"(document.getElementById({js('entry-' + entry_id)}) || {{textContent: ''}}).textContent"
 
 
+def tree_node(entry_id: str) -> str:
+    return f'.tree-node[data-entry-id="{entry_id}"]'
+
+
 def cards(entry_id: str) -> str:
     """How many message cards the page shows for ``entry_id``."""
     selector = f'[data-msg][data-entry-id="{entry_id}"]'
@@ -166,13 +170,23 @@ def test_the_live_view_shows_appends_leaf_moves_and_the_delete(browser: Browser,
     assert browser.evaluate("document.scripts.length") == 3  # (the two data elements and the viewer's)
     assert not [e for e in browser.events if e["method"] == "Page.javascriptDialogOpening"]
 
+    # a reader who chose another branch stays on it while the tree grows; "back" goes to the new leaf
+    browser.evaluate(f"document.querySelector({js(tree_node('e07'))}).click(); true")
+    browser.wait_for("document.body.dataset.leafId === 'e07'", WITHIN)
+    (elsewhere,) = append(http, session_id, user(f"appended while the reader was at e07 {uuid.uuid4()}"))
+    browser.wait_for(f"document.querySelector({js(tree_node(elsewhere))}) !== null", WITHIN)
+    assert browser.evaluate("document.body.dataset.leafId") == "e07"
+    assert browser.evaluate(cards(elsewhere)) == 0
+    browser.evaluate("document.querySelector('[data-action=\"back\"]').click(); true")
+    browser.wait_for(f"document.body.dataset.leafId === {js(elsewhere)}", WITHIN)
+    assert browser.evaluate(cards(elsewhere)) == 1
+
     # a leaf moved back (a branch) re-renders the path: the new entries leave the messages
     moved = http.put(f"/v1/sessions/{session_id}/leaf", json={"leafId": before})
     assert moved.status_code == 200, moved.text
     browser.wait_for(f"document.body.dataset.leafId === {js(before)}", WITHIN)
     browser.wait_for(f"{shown_text(added)} === ''", WITHIN)
-    assert browser.evaluate(f"document.querySelector('[data-entry-id={js(added)}].tree-node').dataset.onPath") \
-        == "false"
+    assert browser.evaluate(f"document.querySelector({js(tree_node(added))}).dataset.onPath") == "false"
     # (the context the page got no longer describes this leaf: not claimed)
     assert browser.evaluate("document.querySelectorAll('[data-in-context]').length") == 0
 

@@ -809,17 +809,16 @@
     let base;
     try { base = new URL(str(config.events), window.location.href); } catch (e) { say('off', 'live: no event feed'); return; }
     let lastSeq = Number.isInteger(config.after) ? config.after : -1;
-    let source = null;
     function open(after) {
       const url = new URL(base.href);
       url.searchParams.set('after', String(after));
-      source = new EventSource(url.href);
-      source.addEventListener('open', function () { say('following', 'live: following the session'); });
-      source.addEventListener('error', function () {
-        if (source.readyState === EventSource.CLOSED) say('closed', 'live: the feed refused the page (the session may be gone): reload to try again');
+      const es = new EventSource(url.href);
+      es.addEventListener('open', function () { say('following', 'live: following the session'); });
+      es.addEventListener('error', function () {
+        if (es.readyState === EventSource.CLOSED) say('closed', 'live: the feed refused the page (the session may be gone): reload to try again');
         else say('reconnecting', 'live: reconnecting…');
       });
-      source.addEventListener('entry', function (ev) {
+      es.addEventListener('entry', function (ev) {
         const seq = parseInt(ev.lastEventId, 10);
         if (Number.isInteger(seq)) { if (seq <= lastSeq) return; lastSeq = seq; }
         let e;
@@ -828,7 +827,7 @@
         addLive(e);
         scheduleRender();
       });
-      source.addEventListener('leaf', function (ev) {
+      es.addEventListener('leaf', function (ev) {
         let data;
         try { data = JSON.parse(ev.data); } catch (err) { return; }
         if (!isObj(data)) return;
@@ -837,16 +836,17 @@
         moveSessionLeaf(id);
         scheduleRender();
       });
-      source.addEventListener('deleted', function () {
-        source.close();
+      es.addEventListener('deleted', function () {
+        es.close();
         say('deleted', 'live: session deleted. This page still shows it as it was; nothing more will arrive.');
         document.body.setAttribute('data-session-deleted', 'true');
       });
-      source.addEventListener('resume', function (ev) {
+      es.addEventListener('resume', function (ev) {
         let data = null;
         try { data = JSON.parse(ev.data); } catch (err) { data = null; }
-        const after = isObj(data) && Number.isInteger(data.after) ? Math.max(data.after, lastSeq) : lastSeq;
-        source.close();
+        // (the last seq sent, which is the page's own: the lower one, should they differ, skips nothing)
+        const after = isObj(data) && Number.isInteger(data.after) ? Math.min(data.after, lastSeq) : lastSeq;
+        es.close();
         say('reconnecting', 'live: reconnecting…');
         open(after);
       });
