@@ -140,18 +140,29 @@ async def get_tree(session_id: str, store: ReaderStore) -> Response:
 HTML_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
+FOLLOW_HELP = ("with format=html: the live view, a page that follows the session's event feed "
+               "(/v1/sessions/{id}/events, same origin) and shows new entries, leaf moves and a deletion without "
+               "a reload; its policy adds only connect-src 'self'. Without it the page is export --html's, byte "
+               "for byte, and makes no request. A browser sends no Authorization header, to the page or to the "
+               "feed: follow on a --no-auth server (loopback) or behind a proxy that adds the header")
+
+
 @router.get("/sessions/{session_id:id}/export", response_class=Response,
-            responses={200: {"description": "export (JSONL) or export --html", "content": {JSONL_TYPE: {},
-                                                                                          "text/html": {}}}})
+            responses={200: {"description": "export (JSONL) or export --html (with follow=true: the live view)",
+                             "content": {JSONL_TYPE: {}, "text/html": {}}}})
 async def export_session(session_id: str, store: ReaderStore,
-                         format: Literal["jsonl", "html"] = "jsonl") -> Response:
-    """The session as ``export`` writes it (JSONL, byte for byte) or ``export --html``'s page."""
+                         format: Literal["jsonl", "html"] = "jsonl",
+                         follow: Annotated[bool, Query(description=FOLLOW_HELP)] = False) -> Response:
+    """The session as ``export`` writes it (JSONL, byte for byte) or ``export --html``'s page; with
+    ``format=html&follow=true``, that page following the session live (its event feed)."""
     if format == "html":
         from sessionstore.views.html_export import page_policy, write_session_html
 
-        headers = {**HTML_HEADERS, "Content-Security-Policy": page_policy()}
-        return piped(lambda fp: write_session_html(store, session_id, fp), "text/html; charset=utf-8",
-                               headers)
+        headers = {**HTML_HEADERS, "Content-Security-Policy": page_policy(follow=follow)}
+        return piped(lambda fp: write_session_html(store, session_id, fp, follow=follow),
+                     "text/html; charset=utf-8", headers)
+    if follow:
+        raise ProblemError(422, "INVALID_INPUT", "follow: only with format=html (the live view)")
     return piped(lambda fp: store.export_jsonl(session_id, fp), JSONL_TYPE,
                            {"X-Content-Type-Options": "nosniff"})
 

@@ -14,6 +14,14 @@ Content-Security-Policy allows only the page's own script and style (by hash), i
 ``data:`` URLs, and no fetch of anything: the page needs no network, and gets none.
 
 The entries are streamed to ``fp`` as ``export_jsonl`` writes them, never held as one string.
+
+*Follow mode* (only the service's ``export?format=html&follow=true``; the CLI's page and any saved file
+never have it): the meta also holds ``follow``: ``{"events": "events", "after": SEQ}``, the session's
+event feed as a URL relative to the page (``/v1/sessions/{id}/events`` beside ``.../export``) and the seq
+of the newest entry at the meta's read, the feed's ``id:`` numbering (an entry's place in append order,
+from 0). The script opens an ``EventSource`` there with ``?after=SEQ``; the policy then adds
+``connect-src 'self'`` and nothing else. An entry stored between that read and the entries' write is on
+the page and comes again on the feed: the script takes a known entry id as a move of the leaf only.
 """
 
 from __future__ import annotations
@@ -89,21 +97,22 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def page_policy() -> str:
+def page_policy(*, follow: bool = False) -> str:
     """The page's Content-Security-Policy (its ``<meta>``, and the service's header): only its own inline
-    script and style, by hash; nothing loaded, no form, no base."""
+    script and style, by hash; nothing loaded, no form, no base. ``follow``: the one connection a followed
+    page makes, to its own origin's event feed (``connect-src 'self'``)."""
     css, js = _asset("viewer.css"), _asset("viewer.js")
     return ("default-src 'none'; " f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; "
-            "base-uri 'none'; form-action 'none'")
+            + ("connect-src 'self'; " if follow else "") + "base-uri 'none'; form-action 'none'")
 
 
-def page_parts(title: str) -> tuple[bytes, bytes]:
+def page_parts(title: str, *, follow: bool = False) -> tuple[bytes, bytes]:
     """The page before and after the session data: the template with its title, policy, style and script."""
     template, css, js = _asset("viewer.html"), _asset("viewer.css"), _asset("viewer.js")
     for name, text in (("viewer.css", css), ("viewer.js", js)):
         if "</" in text:  # would end its element early (an asset bug, not a session's doing)
             raise AssertionError(f"{name} must not contain '</'")
-    policy = page_policy()
+    policy = page_policy(follow=follow)
     head, tail = template.split(_DATA_MARK)
     head = head.replace("{{CSP}}", policy).replace("{{CSS}}", css).replace("{{TITLE}}", _html_text(title))
     tail = tail.replace("{{JS}}", js)
@@ -119,11 +128,12 @@ def _html_text(text: str) -> str:
             .replace("'", "&#39;"))
 
 
-def session_meta(store: Store, session_id: str) -> dict[str, Any]:
-    """What the page shows besides the entries: leaf, name, labels, stats, the context's entry ids."""
+def session_meta(store: Store, session_id: str, *, follow: bool = False) -> dict[str, Any]:
+    """What the page shows besides the entries: leaf, name, labels, stats, the context's entry ids; with
+    ``follow``, where the page's script follows the session from (see the module's doc)."""
     info = store.session(session_id)
     context = store.context(session_id)
-    return {
+    meta: dict[str, Any] = {
         "generator": GENERATOR,
         "sessionId": session_id,
         "leafId": info.leaf_id,
@@ -137,16 +147,20 @@ def session_meta(store: Store, session_id: str) -> dict[str, Any]:
         "contextEntryIds": context.entry_ids,
         "contextMessageCount": len(context.messages),
     }
+    if follow:  # (the newest seq of the same read as leafId: the feed's first read tells what came after)
+        meta["follow"] = {"events": "events", "after": info.entry_count - 1}
+    return meta
 
 
-def write_session_html(store: Store, session_id: str, fp: IO[bytes]) -> int:
-    """Write the session as one self-contained HTML page to ``fp``; returns the entries written."""
-    meta = session_meta(store, session_id)
+def write_session_html(store: Store, session_id: str, fp: IO[bytes], *, follow: bool = False) -> int:
+    """Write the session as one self-contained HTML page to ``fp``; returns the entries written.
+    ``follow``: the service's live page, which follows the session's event feed (see the module's doc)."""
+    meta = session_meta(store, session_id, follow=follow)
     name = meta["name"]
     title = f"{name} - session {session_id}" if isinstance(name, str) and name else f"Session {session_id}"
     if len(title) > 300:
         title = title[:300] + "…"
-    head, tail = page_parts(title)
+    head, tail = page_parts(title, follow=follow)
     fp.write(head)
     fp.write(b'<script id="session-meta" type="application/json">')
     fp.write(script_safe(js_dumpb(meta)))

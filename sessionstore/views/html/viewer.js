@@ -1,6 +1,8 @@
 /* sessionstore export --html: renders the session held in the page's two JSON data elements.
  * Layout and tree drawing follow pi 1.6's export-html template (MIT). Every piece of session text reaches
- * the DOM through textContent or a checked attribute (see safeHref, safeImageSrc), never as HTML. */
+ * the DOM through textContent or a checked attribute (see safeHref, safeImageSrc), never as HTML.
+ * The service's live view (export?format=html&follow=true) adds meta.follow: the page then follows the
+ * session's event feed (see "following" at the end); entries that arrive take the same way to the DOM. */
 (function () {
   'use strict';
 
@@ -248,7 +250,8 @@
     } else roots.push(e);
   });
   function kids(e) { return children.get(e.id) || []; }
-  const defaultLeaf = typeof meta.leafId === 'string' && byId.has(meta.leafId) ? meta.leafId : null;
+  // the session's leaf (it moves when the page follows the session)
+  let defaultLeaf = typeof meta.leafId === 'string' && byId.has(meta.leafId) ? meta.leafId : null;
 
   function pathTo(id) {
     const path = [], seen = new Set();
@@ -369,6 +372,12 @@
   // -- messages ----------------------------------------------------------------------------------
   let leafId = defaultLeaf;
   let targetId = null;
+  // contextIds describe the context at contextLeaf (the session leaf when the page was made; a followed
+  // page moves it along the appends it can account for, else sets contextStale: see liveContext)
+  let contextLeaf = defaultLeaf;
+  let contextStale = false;
+  const live = { added: 0 };  // entries that arrived by the feed (a followed page)
+  function contextShown() { return !contextStale && leafId !== null && leafId === contextLeaf; }
   let resultsByCall = new Map();
   let consumed = new Set();
 
@@ -382,7 +391,7 @@
     const attrs = { class: 'entry ' + cls, 'data-entry-id': str(e.id), 'data-entry-type': str(e.type), id: 'entry-' + str(e.id) };
     if (msgKind) {
       attrs['data-msg'] = msgKind;
-      if (leafId === defaultLeaf && defaultLeaf !== null) attrs['data-in-context'] = contextIds.has(e.id) ? 'true' : 'false';
+      if (contextShown()) attrs['data-in-context'] = contextIds.has(e.id) ? 'true' : 'false';
     }
     const el = h('div', attrs, metaLine(e, role));
     if (attrs['data-in-context'] === 'false') el.classList.add('not-in-context');
@@ -434,7 +443,7 @@
     const body = resultBody(msg);
     const attrs = { class: 'tool-result' + (isError ? ' error' : ''), 'data-msg': 'toolResult', 'data-entry-id': str(entry.id),
       'data-tool-call-id': str(msg.toolCallId), id: 'entry-' + str(entry.id) };
-    if (leafId === defaultLeaf && defaultLeaf !== null) attrs['data-in-context'] = contextIds.has(entry.id) ? 'true' : 'false';
+    if (contextShown()) attrs['data-in-context'] = contextIds.has(entry.id) ? 'true' : 'false';
     if (body.lines <= 12) attrs.open = '';
     const el = h('details', attrs, h('summary', null, (isError ? 'error' : 'result') + (body.lines ? ' (' + body.lines + ' line' + (body.lines === 1 ? '' : 's') + ')' : '') + (standalone ? ' of ' + str(msg.toolName) + ' ' + str(msg.toolCallId) : '')), body.nodes);
     if (attrs['data-in-context'] === 'false') el.classList.add('not-in-context');
@@ -618,7 +627,9 @@
       infoRow('Tokens:', tokenParts.join(' ') || '0'),
       infoRow('Cost:', '$' + (Number(stats.cost) || 0).toFixed(3)),
       models.length ? infoRow('Models:', models.join(', ')) : null,
-      infoRow('This branch:', entryCounts(path) + (leafId === defaultLeaf && typeof meta.contextMessageCount === 'number' ? '; the model sees ' + meta.contextMessageCount + ' messages at the leaf (after compaction and context edits)' : '')));
+      infoRow('This branch:', entryCounts(path) + (contextShown() && typeof meta.contextMessageCount === 'number' ? '; the model sees ' + meta.contextMessageCount + ' messages at the leaf (after compaction and context edits)' : '')
+        + (contextStale && leafId === defaultLeaf ? "; the model's context changed since the page was made (a compaction, a context edit or another branch): reload to see which messages it holds" : '')),
+      live.added ? infoRow('Live:', live.added + (live.added === 1 ? ' entry' : ' entries') + ' arrived since the page was made; tool calls, tokens, cost and models are as of then') : null);
     const thinkingBtn = h('button', { type: 'button', 'aria-pressed': String(thinkingOpen), 'data-action': 'thinking', title: 'Show or hide thinking (T)' }, 'Thinking');
     const toolsBtn = h('button', { type: 'button', 'aria-pressed': String(outputsOpen === true), 'data-action': 'tools', title: 'Open or close every tool result (O)' }, 'Tool output');
     thinkingBtn.addEventListener('click', toggleThinking);
@@ -716,12 +727,131 @@
   try { params = new URLSearchParams(window.location.search); } catch (e) { params = new URLSearchParams(''); }
   const askedLeaf = params.get('leafId'), askedTarget = params.get('targetId');
   if (askedLeaf !== null && byId.has(askedLeaf)) leafId = askedLeaf;
+  let rendered = false;
   try {
     navigate(leafId, askedTarget !== null && byId.has(askedTarget) ? askedTarget : null);
     document.body.setAttribute('data-rendered', 'ok');
+    rendered = true;
   } catch (err) {
     document.body.setAttribute('data-rendered', 'error');
     document.body.setAttribute('data-render-error', String(err && err.stack || err));
     append(document.getElementById('messages'), h('pre', { class: 'error-text' }, 'The session could not be shown: ' + String(err)));
   }
+
+  // -- following (the service's live view only) --------------------------------------------------
+  // meta.follow = {events: URL of the session's feed relative to the page, after: the seq of the newest
+  // entry when the page was made}. An EventSource reads the feed from there: `entry` (id: its seq; data:
+  // the stored line) is added to the model as an append (the session leaf moves to it), `leaf` moves the
+  // session leaf, `deleted` ends it, `resume` {after} (the server cut a slow reader off) reconnects after
+  // that seq. A dropped connection reconnects by itself, sending Last-Event-ID. The view follows the
+  // session leaf unless the reader chose another branch (it stays there; "back" returns to the new leaf).
+  function liveContext(e, known) {
+    // The context ids stay true for an append at the context's leaf that only adds messages after it
+    // (as pi's buildSessionContext does); a compaction or context edit re-plans the context, and an
+    // entry elsewhere or a leaf move puts it on another path: then it is not shown as known any more.
+    if (contextStale) return;
+    const parent = typeof e.parentId === 'string' ? e.parentId : null;
+    if (parent !== contextLeaf || e.type === 'compaction' || e.type === 'context_edit') { contextStale = true; return; }
+    contextLeaf = e.id;
+    if (known && contextIds.has(e.id)) return;  // (already in the page's context)
+    const adds = (e.type === 'message' && e.message !== null && e.message !== undefined) || e.type === 'custom_message'
+      || (e.type === 'branch_summary' && Boolean(e.summary));
+    if (adds) {
+      contextIds.add(e.id);
+      if (typeof meta.contextMessageCount === 'number') meta.contextMessageCount++;
+    }
+  }
+  function addLive(e) {
+    const known = typeof e.id === 'string' && byId.has(e.id);
+    if (!known) {
+      entries.push(e);
+      if (typeof e.id === 'string') byId.set(e.id, e);
+      const parent = e.parentId;
+      if (typeof parent === 'string' && parent !== e.id && byId.has(parent)) {
+        if (!children.has(parent)) children.set(parent, []);
+        children.get(parent).push(e);
+      } else roots.push(e);
+      live.added++;
+      if (e.type === 'label' && typeof e.targetId === 'string') {
+        if (e.label) labels[e.targetId] = e.label; else delete labels[e.targetId];
+      }
+      if (e.type === 'session_info') meta.name = typeof e.name === 'string' && e.name.trim() ? e.name.trim() : null;
+    }
+    if (typeof e.id !== 'string') return;
+    liveContext(e, known);
+    moveSessionLeaf(e.id);
+  }
+  let viewLeaf = null;  // the leaf to show at the next render (null: as it is)
+  function moveSessionLeaf(id) {
+    if (leafId === defaultLeaf || viewLeaf === defaultLeaf) viewLeaf = id;  // the reader was on the session leaf
+    defaultLeaf = id;
+    if (id !== contextLeaf) contextStale = true;
+  }
+  let renderPending = null;
+  function scheduleRender() {
+    if (renderPending !== null) return;
+    renderPending = setTimeout(function () {
+      renderPending = null;
+      const atEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40;
+      const leaf = viewLeaf !== null ? viewLeaf : leafId;
+      viewLeaf = null;
+      const named = typeof meta.name === 'string' && meta.name ? meta.name : null;
+      document.title = named ? named + ' - session ' + str(meta.sessionId) : 'Session ' + str(meta.sessionId);
+      navigate(leaf, null);
+      if (atEnd) window.scrollTo(0, document.documentElement.scrollHeight);
+    }, 50);
+  }
+  function follow(config) {
+    const status = h('div', { id: 'live-status', class: 'live-status', role: 'status', 'data-live': 'connecting' }, 'live: connecting…');
+    const content = document.getElementById('content');
+    content.insertBefore(status, content.firstChild);
+    function say(state, text) { status.setAttribute('data-live', state); status.textContent = text; }
+    let base;
+    try { base = new URL(str(config.events), window.location.href); } catch (e) { say('off', 'live: no event feed'); return; }
+    let lastSeq = Number.isInteger(config.after) ? config.after : -1;
+    function open(after) {
+      const url = new URL(base.href);
+      url.searchParams.set('after', String(after));
+      const es = new EventSource(url.href);
+      es.addEventListener('open', function () { say('following', 'live: following the session'); });
+      es.addEventListener('error', function () {
+        if (es.readyState === EventSource.CLOSED) say('closed', 'live: the feed refused the page (the session may be gone): reload to try again');
+        else say('reconnecting', 'live: reconnecting…');
+      });
+      es.addEventListener('entry', function (ev) {
+        const seq = parseInt(ev.lastEventId, 10);
+        if (Number.isInteger(seq)) { if (seq <= lastSeq) return; lastSeq = seq; }
+        let e;
+        try { e = JSON.parse(ev.data); } catch (err) { e = { type: '(unreadable line)', id: '(seq ' + str(ev.lastEventId) + ')', text: ev.data }; }
+        if (!isObj(e)) e = { type: '(not an object)', id: '(seq ' + str(ev.lastEventId) + ')', value: e };
+        addLive(e);
+        scheduleRender();
+      });
+      es.addEventListener('leaf', function (ev) {
+        let data;
+        try { data = JSON.parse(ev.data); } catch (err) { return; }
+        if (!isObj(data)) return;
+        const id = typeof data.leafId === 'string' && byId.has(data.leafId) ? data.leafId : null;
+        if (id === defaultLeaf) return;
+        moveSessionLeaf(id);
+        scheduleRender();
+      });
+      es.addEventListener('deleted', function () {
+        es.close();
+        say('deleted', 'live: session deleted. This page still shows it as it was; nothing more will arrive.');
+        document.body.setAttribute('data-session-deleted', 'true');
+      });
+      es.addEventListener('resume', function (ev) {
+        let data = null;
+        try { data = JSON.parse(ev.data); } catch (err) { data = null; }
+        // (the last seq sent, which is the page's own: the lower one, should they differ, skips nothing)
+        const after = isObj(data) && Number.isInteger(data.after) ? Math.min(data.after, lastSeq) : lastSeq;
+        es.close();
+        say('reconnecting', 'live: reconnecting…');
+        open(after);
+      });
+    }
+    open(lastSeq);
+  }
+  if (rendered && isObj(meta.follow) && typeof EventSource === 'function') follow(meta.follow);
 })();
