@@ -21,14 +21,14 @@ from click.testing import CliRunner, Result
 from sqlalchemy.exc import DatabaseError
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli, describe
+from sessionstore.cli.app import cli, describe
 from sessionstore.errors import StoreError
 from sessionstore.wire.jsjson import js_dumps
 from tests.builders import TS, assistant, entry, msg, user
 from tests.paths import PI_FILES
 
 Run = Callable[..., Result]
-cli_main = importlib.import_module("sessionstore.cli.main")  # the package's `main` is a function
+cli_main = importlib.import_module("sessionstore.cli.app")  # the package's `main` is a function
 
 
 def invoke(*args: str, input: str | bytes | None = None) -> Result:

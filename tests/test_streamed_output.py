@@ -219,7 +219,7 @@ def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatc
     """An embedding's text-only stdout: a character split between two writes of the stream arrives whole."""
     import importlib
 
-    main = importlib.import_module("sessionstore.cli.main")  # (the package's attribute `main` is the entry point)
+    main = importlib.import_module("sessionstore.cli.app")  # (the package's attribute `main` is the entry point)
 
     class TextOnly(io.StringIO):
         pass

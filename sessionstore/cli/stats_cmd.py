@@ -7,7 +7,7 @@ from dataclasses import replace
 import click
 
 from sessionstore.cli import render
-from sessionstore.cli.main import TEXT, Ctx, _since_ms, db_label, emit_json, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.app import TEXT, Ctx, _since_ms, db_label, emit_json, handle_errors, json_option, pass_ctx, say
 
 
 @click.command("stats")

@@ -11,7 +11,7 @@ import click
 
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
 from sessionstore.cli import render
-from sessionstore.cli.main import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.app import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi"
 FILES = [FIXTURES / "before-compaction.v3.jsonl", FIXTURES / "large-session.v3.jsonl"]
 BIG = "ffae836b-9420-4060-ac13-7745215f90ff"  # before-compaction
 LARGE = "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"
-CLI = importlib.import_module("sessionstore.cli.main").cli
+CLI = importlib.import_module("sessionstore.cli.app").cli
 
 
 @dataclass
