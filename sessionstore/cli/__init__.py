@@ -3,7 +3,9 @@
 :mod:`sessionstore.cli.app` holds what the commands share (the :data:`cli` group, its options, output
 and errors); each ``*_cmd`` module holds one group of commands and imports from ``app`` only. The
 commands are added to :data:`cli` here, one line each, so importing any module of the package gives
-the whole command line. A new command: a module beside these, and its line below."""
+the whole command line. A new command: a module beside these, and its line below (one that only
+reads, or that needs the database itself rather than a server, is also named in ``app``'s
+``READ_ONLY_COMMANDS`` or ``LOCAL_ONLY_COMMANDS``)."""
 
 from sessionstore.cli.app import cli
 from sessionstore.cli.db_cmd import db
