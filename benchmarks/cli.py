@@ -76,7 +76,7 @@ def command_names() -> list[str]:
     """Every command of the CLI, subgroups' commands as ``db upgrade`` (read from the click group)."""
     import click
 
-    from sessionstore.cli.main import cli
+    from sessionstore.cli import cli
 
     names = []
     for name, command in sorted(cli.commands.items()):

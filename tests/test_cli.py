@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.store.migrate import SCHEMA_REVISION
 from sessionstore.store.records import TreeNode
 from sessionstore.wire.jsjson import js_dumps

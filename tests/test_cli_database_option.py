@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import READ_ONLY_COMMANDS, cli
+from sessionstore.cli import cli
+from sessionstore.cli.app import READ_ONLY_COMMANDS
 from sessionstore.errors import SchemaError, StoreError
 from sessionstore.store.location import database_url
 from tests.paths import PI_FILES

@@ -4,7 +4,6 @@ terminal would act on."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -21,14 +20,14 @@ from click.testing import CliRunner, Result
 from sqlalchemy.exc import DatabaseError
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli, describe
+from sessionstore.cli import cli, render
+from sessionstore.cli.app import Ctx, describe
 from sessionstore.errors import StoreError
 from sessionstore.wire.jsjson import js_dumps
 from tests.builders import TS, assistant, entry, msg, user
 from tests.paths import PI_FILES
 
 Run = Callable[..., Result]
-cli_main = importlib.import_module("sessionstore.cli.main")  # the package's `main` is a function
 
 
 def invoke(*args: str, input: str | bytes | None = None) -> Result:
@@ -258,7 +257,7 @@ def test_an_unexpected_error_in_a_command_is_reported_as_internal(sqlite_url: st
     def broken(*_args: Any, **_kwargs: Any) -> str:
         raise LookupError("no such thing\nsecond line")
 
-    monkeypatch.setattr(cli_main.render, "render_sessions", broken)
+    monkeypatch.setattr(render, "render_sessions", broken)
     SessionStore(sqlite_url).close()  # (a read of a missing database is refused before rendering)
     line = assert_one_error_line(invoke("--db", sqlite_url, "ls"))
     assert line == "error: internal error: LookupError: no such thing second line (please report this with the" \
@@ -269,7 +268,7 @@ def test_an_error_while_closing_the_store_is_one_line(sqlite_url: str, monkeypat
     def broken_close(self: Any) -> None:
         raise OSError("disk went away")
 
-    monkeypatch.setattr(cli_main.Ctx, "close", broken_close)
+    monkeypatch.setattr(Ctx, "close", broken_close)
     SessionStore(sqlite_url).close()
     assert_one_error_line(invoke("--db", sqlite_url, "ls"), "disk went away")
     # a command that failed already reports its own failure, not the one of closing
@@ -280,7 +279,7 @@ def test_an_interrupt_exits_130_with_one_line(sqlite_url: str, monkeypatch: pyte
     def interrupted(*_args: Any, **_kwargs: Any) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_main.render, "render_sessions", interrupted)
+    monkeypatch.setattr(render, "render_sessions", interrupted)
     SessionStore(sqlite_url).close()
     result = invoke("--db", sqlite_url, "ls")
     assert result.exit_code == 130 and result.stderr == "error: interrupted\n"

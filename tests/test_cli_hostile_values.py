@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 
 Json = dict[str, Any]
 T = "2025-01-01T00:00:01.000Z"

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from tests.paths import PI_FILES
 
 PI_DATA_KEYS = frozenset({"messages", "llm", "entry", "entries", "message", "header", "messagesToSummarize",

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import InvalidInputError
 from sessionstore.payloads import build_payload
 from tests.paths import PI_FILES

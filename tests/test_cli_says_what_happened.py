@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.models.roles import BUILTIN_ROLES, known_roles
 from tests.paths import PI_FILES
 

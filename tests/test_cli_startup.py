@@ -19,7 +19,7 @@ from tests.paths import PI_FILES
 # sessionstore modules it has loaded.
 PROBE = """
 import json, sys
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 try:
     cli.main(args=sys.argv[1:], prog_name="sessionstore", standalone_mode=True)
 except SystemExit as exc:
@@ -49,7 +49,7 @@ def loaded_by(*args: str) -> set[str]:
 def command_names() -> list[list[str]]:
     import click
 
-    from sessionstore.cli.main import cli
+    from sessionstore.cli import cli
 
     names: list[list[str]] = [[]]
     for name, command in sorted(cli.commands.items()):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 
 CASES = [
     (["show", "0194c2", "--leaf"], "No such option '--leaf'; an argument that starts with '-' goes after '--'"

@@ -15,7 +15,7 @@ import click
 import pytest
 
 from sessionstore import AsyncSessionStore, SessionStore, errors
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.validate import DIAGNOSTIC_CODES
 from tests.paths import FIXTURES, ROOT
 

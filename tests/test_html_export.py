@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.views.html_export import ScriptSafeWriter, script_safe, write_session_html
 from sessionstore.wire.jsjson import js_dumpb
 from tests.browser import Node, body_of, browse, message_ids

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from sqlalchemy import func, select
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import JsonlError
 from sessionstore.store.engine import make_engine
 from sessionstore.store.schema import entries, sessions

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.validate import ENTRY_CODES
 from tests.paths import FIXTURES
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.cli.render import display_width, picker_text
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js

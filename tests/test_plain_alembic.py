@@ -19,7 +19,7 @@ from alembic.config import CommandLine
 from click.testing import CliRunner
 from sqlalchemy import Connection, text
 
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
 from tests.conftest import BACKENDS, drop_pg_database, fresh_pg_database

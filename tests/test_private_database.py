@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.store.location import ENV_URL, default_db_path
 from tests.builders import user
 

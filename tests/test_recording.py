@@ -11,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.demo import bundled_fixture, run_demo
 from sessionstore.models.messages import user_message
 from sessionstore.provider import FixtureProviderAdapter, load_fixture

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli, write_file_atomically
+from sessionstore.cli import cli
+from sessionstore.cli.read_cmd import write_file_atomically
 from tests.paths import PI_FILES
 
 SESSION = "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import InvalidInputError, SchemaError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine

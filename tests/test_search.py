@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from sqlalchemy import Engine, text
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import InvalidInputError
 from tests.paths import FIXTURES, PI_FILES
 

@@ -30,7 +30,7 @@ from sessionstore.catalog.stats import (
     js_fixed,
     js_locale,
 )
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models.entry_catalog import usage_of
 from sessionstore.store import migrate

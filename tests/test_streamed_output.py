@@ -217,16 +217,14 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
 
 def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatch) -> None:
     """An embedding's text-only stdout: a character split between two writes of the stream arrives whole."""
-    import importlib
-
-    main = importlib.import_module("sessionstore.cli.main")  # (the package's attribute `main` is the entry point)
+    from sessionstore.cli.app import binary_stdout
 
     class TextOnly(io.StringIO):
         pass
 
     captured = TextOnly()
     monkeypatch.setattr(sys, "stdout", captured)
-    with main.binary_stdout() as out:
+    with binary_stdout() as out:
         data = '{"t": "é😀"}\n'.encode()
         for i in range(len(data)):
             out.write(data[i : i + 1])

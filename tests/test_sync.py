@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sessionstore.api import SessionStore
 from sessionstore.catalog.defaults import default_sessions_dir
 from sessionstore.catalog.sync import SyncResult, watch
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.store.engine import make_engine
 from tests.builders import assistant, user
 from tests.paths import FIXTURES, PI_FILES

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.store import facts as facts_module
 from tests.test_sync import chat, header, project, session_file
 

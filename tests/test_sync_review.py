@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from tests.test_sync import chat, header, project, session_file
 from tests.test_sync_integrity import _io, texts
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from sessionstore.aio import AsyncSessionStore
 from sessionstore.api import SessionStore
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.store import migrate
 from sessionstore.store.engine import make_engine

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from sessionstore.cli.main import TEXT, emit_json, handle_errors, read_json_object
+from sessionstore.cli.app import TEXT, emit_json, handle_errors, read_json_object
 from sessionstore.views import payload_of
 
 __all__ = ["payload", "payload_of"]

@@ -8,7 +8,7 @@ import click
 
 from sessionstore.catalog.defaults import HITS_PER_SESSION, SORT_ORDERS, SortOrder
 from sessionstore.cli import render
-from sessionstore.cli.main import (
+from sessionstore.cli.app import (
     TEXT,
     Ctx,
     emit_json,

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from sessionstore.cli.main import Ctx, fail, handle_errors, pass_ctx
+from sessionstore.cli.app import Ctx, fail, handle_errors, pass_ctx
 from sessionstore.errors import InvalidInputError
 from sessionstore.service.config import Limits, RateLimit, ServiceConfig
 

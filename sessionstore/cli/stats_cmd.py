@@ -7,7 +7,7 @@ from dataclasses import replace
 import click
 
 from sessionstore.cli import render
-from sessionstore.cli.main import TEXT, Ctx, _since_ms, db_label, emit_json, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.app import TEXT, Ctx, db_label, emit_json, handle_errors, json_option, pass_ctx, say, since_ms
 
 
 @click.command("stats")
@@ -49,5 +49,5 @@ def stats(ctx: Ctx, session: str | None, all_sessions: bool, cwd: str | None, si
                 report = replace(report, name=render.safe_line(report.name))
             say(report.render(location=f"In database {db_label(ctx.resolved_url)}"))
         return
-    totals = ctx.store.stats_all(cwd=cwd, since_ms=_since_ms(since), by=by)
+    totals = ctx.store.stats_all(cwd=cwd, since_ms=since_ms(since), by=by)
     emit_json(totals.to_json()) if as_json else say(totals.render())

@@ -11,7 +11,16 @@ import click
 
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, default_sessions_dir
 from sessionstore.cli import render
-from sessionstore.cli.main import PROGRESS_MIN_BYTES, Ctx, _write, emit_json, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.app import (
+    PROGRESS_MIN_BYTES,
+    Ctx,
+    emit_json,
+    handle_errors,
+    json_option,
+    pass_ctx,
+    say,
+    write_bytes,
+)
 from sessionstore.wire.jsjson import js_dumpb
 
 if TYPE_CHECKING:
@@ -46,7 +55,7 @@ def _report(result: SyncResult, *, as_json: bool, lines: bool = False) -> None:
     """The counts on stdout (JSON, or one JSON line per cycle when watching), each failure on stderr."""
     if as_json:
         if lines:
-            _write(js_dumpb(result.to_json()) + b"\n")
+            write_bytes(js_dumpb(result.to_json()) + b"\n")
         else:
             emit_json(result.to_json())
         return
@@ -123,7 +132,7 @@ def sync(ctx: Ctx, directory: Path | None, prune: bool, adopt: bool, include_del
         store.watch_sync(root, interval=interval, cycles=watch_cycles, prune=prune, adopt=adopt,
                          include_deleted=include_deleted, on_cycle=cycle)
     if as_json:
-        _write(js_dumpb({"total": totals.to_json()}) + b"\n")
+        write_bytes(js_dumpb({"total": totals.to_json()}) + b"\n")
     else:
         say(f"total: {totals.summary()}")
     if last.failures:

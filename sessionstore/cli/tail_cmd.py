@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from sessionstore.cli import render
-from sessionstore.cli.main import TEXT, Ctx, emit_json_lines, handle_errors, pass_ctx, say
+from sessionstore.cli.app import TEXT, Ctx, emit_json_lines, handle_errors, pass_ctx, say
 from sessionstore.wire.codec import json_loads
 
 LAST = 10

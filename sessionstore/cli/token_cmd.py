@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from sessionstore.cli.main import TEXT, Ctx, emit_json, fail, handle_errors, json_option, pass_ctx, say
+from sessionstore.cli.app import TEXT, Ctx, emit_json, fail, handle_errors, json_option, pass_ctx, say
 from sessionstore.protocol import SCOPES
 
 _DURATION = re.compile(r"([1-9][0-9]{0,5})([dhm])")

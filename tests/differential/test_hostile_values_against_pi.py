@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sessionstore.cli.main import cli
+from sessionstore.cli import cli
 from sessionstore.models import js
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumps

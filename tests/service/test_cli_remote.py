@@ -8,7 +8,6 @@ itself renamed in order of appearance (they are random or the clock's on each si
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Iterator
@@ -19,13 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from sessionstore.cli import cli
 from tests.service.conftest import Server
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi"
 FILES = [FIXTURES / "before-compaction.v3.jsonl", FIXTURES / "large-session.v3.jsonl"]
 BIG = "ffae836b-9420-4060-ac13-7745215f90ff"  # before-compaction
 LARGE = "d703a1a9-1b7b-4fb1-b512-c9738b1fe617"
-CLI = importlib.import_module("sessionstore.cli.main").cli
 
 
 @dataclass
@@ -43,7 +42,7 @@ class Sides:
             **env: str | None) -> Result:
         environ: dict[str, str | None] = {"SESSIONSTORE_TOKEN": token, "SESSIONSTORE_TENANT": None,
                                           "SESSIONSTORE_DB": None, "COLUMNS": None, **env}
-        return CliRunner().invoke(CLI, ["--db", db, *args], env=environ, input=stdin, catch_exceptions=False)
+        return CliRunner().invoke(cli, ["--db", db, *args], env=environ, input=stdin, catch_exceptions=False)
 
     def both(self, *args: str, stdin: bytes | None = None) -> tuple[Result, Result]:
         return (self.run(self.local, *args, stdin=stdin),
@@ -265,7 +264,7 @@ def test_local_commands_refuse_a_server(sides: Sides, args: tuple[str, ...]) -> 
 def test_tenant_goes_with_the_token_alone(sides: Sides) -> None:
     given = sides.run(sides.remote, "ls", token=sides.token, SESSIONSTORE_TENANT=None)
     assert given.exit_code == 0
-    flag = CliRunner().invoke(CLI, ["--db", sides.remote, "--tenant", "other", "ls"],
+    flag = CliRunner().invoke(cli, ["--db", sides.remote, "--tenant", "other", "ls"],
                               env={"SESSIONSTORE_TOKEN": sides.token, "SESSIONSTORE_TENANT": None})
     assert (flag.exit_code, flag.stdout) == (2, "")
     assert flag.stderr == ("error: --tenant cannot go with a server URL: the server takes the tenant from the"
@@ -306,17 +305,17 @@ def test_no_server_there(sides: Sides) -> None:
 
 
 def test_help_names_the_server_form() -> None:
-    text = CliRunner().invoke(CLI, ["--help"], terminal_width=200).stdout
+    text = CliRunner().invoke(cli, ["--help"], terminal_width=200).stdout
     assert "http://HOST:PORT" in text and "SESSIONSTORE_TOKEN" in text
 
 
 def test_the_server_url_from_the_environment(sides: Sides) -> None:
     """``$SESSIONSTORE_DB`` may name the server as ``--db`` does."""
     runner = CliRunner()
-    via_env = runner.invoke(CLI, ["tree", BIG], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TOKEN": sides.token,
+    via_env = runner.invoke(cli, ["tree", BIG], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TOKEN": sides.token,
                                                      "SESSIONSTORE_TENANT": None})
     assert (via_env.exit_code, via_env.stdout) == (0, sides.run(sides.local, "tree", BIG).stdout)
-    refused = runner.invoke(CLI, ["sync"], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TENANT": None})
+    refused = runner.invoke(cli, ["sync"], env={"SESSIONSTORE_DB": sides.remote, "SESSIONSTORE_TENANT": None})
     assert refused.exit_code == 2 and refused.stderr.startswith("error: sync works on the database itself")
 
 
@@ -329,7 +328,7 @@ def test_https_to_a_plain_server_is_one_line(sides: Sides) -> None:
 @pytest.mark.parametrize("url", ["http://", "http://a b:1", "http://[::1", "http://127.0.0.1:99999", "https://:x",
                                  "http://x\n"])
 def test_a_bad_server_url_is_one_line(url: str) -> None:
-    result = CliRunner().invoke(CLI, ["--db", url, "ls"], env={"SESSIONSTORE_TENANT": None})
+    result = CliRunner().invoke(cli, ["--db", url, "ls"], env={"SESSIONSTORE_TENANT": None})
     assert (result.exit_code, result.stdout) == (2, "")
     assert re.fullmatch(r"error: --db [^\n]+: not a server URL[^\n]*: give http://HOST:PORT\n", result.stderr)
 
