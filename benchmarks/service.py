@@ -158,9 +158,12 @@ def one_client(url_http: str, url_local: str, count: int, workdir: Path, label: 
 
 
 # -- 2. 32 clients: the load (the workers sweep and the soak run it too) --------------------------
-MIXES = {"mixed": (0.80, 0.95, 0.975), "appends": (1.0, 1.0, 1.0)}
+MIXES = {"mixed": (0.80, 0.95, 0.975), "appends": (1.0, 1.0, 1.0), "context": (0.80, 1.0, 1.0),
+         "lookups": (0.80, 0.80, 0.90)}
 """What a client does, by a uniform pick in [0, 1): below the first bound an append, then a context
-read, a list, a search. ``mixed``: issue 23's 80% appends / 15% context / 2.5% list / 2.5% search."""
+read, a list, a search. ``mixed``: issue 23's 80% appends / 15% context / 2.5% list / 2.5% search;
+``appends`` only; ``context``: 80% appends / 20% context; ``lookups``: 80% appends / 10% list / 10%
+search (the last three tell apart what a figure of the mix comes from)."""
 
 
 class Mix:
@@ -172,6 +175,8 @@ class Mix:
         self.statuses: Counter[tuple[str, int]] = Counter()
         self.acked: dict[str, list[str]] = defaultdict(list)
         self.failures: list[str] = []
+        self.current: dict[int, str] = {}
+        """The session each client (by number) appends to now (in this process)."""
 
     def note(self, route: str, status: int, seconds: float) -> None:
         with self.lock:
@@ -213,13 +218,19 @@ def make_sessions(server: Server, clients: int) -> list[str]:
         return [client.post("/v1/sessions", json={"cwd": f"/bench/{n % 4}"}).json()["id"] for n in range(clients)]
 
 
-def client_loop(client: httpx.Client, mix: Mix, number: int, sid: str, stop_at: float, kind: str = "mixed") -> None:
+def client_loop(client: httpx.Client, mix: Mix, number: int, sid: str, stop_at: float, kind: str = "mixed",
+                rotate: int = 0) -> None:
+    """One client until ``stop_at``: ``kind``'s mix on session ``sid``; with ``rotate``, on a new session
+    of its own after each ``rotate`` appends (as an agent starts a new session: the sessions read stay
+    that size, where otherwise they grow all along)."""
     import random
 
     rng = random.Random(number)
     appends, contexts, lists = MIXES[kind]
     etag = client.get(f"/v1/sessions/{sid}").headers["etag"]
-    n = 0
+    with mix.lock:
+        mix.current[number] = sid
+    n = on_this = 0
     while time.monotonic() < stop_at:
         pick = rng.random()
         started = time.perf_counter()
@@ -233,6 +244,15 @@ def client_loop(client: httpx.Client, mix: Mix, number: int, sid: str, stop_at: 
                     etag = answer.headers["etag"]
                     with mix.lock:
                         mix.acked[sid] += [e["id"] for e in answer.json()["entries"]]
+                    on_this += 1
+                    if rotate and on_this >= rotate:
+                        started = time.perf_counter()
+                        made = client.post("/v1/sessions", json={"cwd": f"/bench/{number % 4}"})
+                        mix.note("create", made.status_code, time.perf_counter() - started)
+                        if made.is_success:
+                            sid, etag, on_this = made.json()["id"], '"root"', 0
+                            with mix.lock:
+                                mix.current[number] = sid
                 elif answer.status_code == 412:
                     etag = client.get(f"/v1/sessions/{sid}").headers["etag"]
             elif pick < contexts:
@@ -250,13 +270,13 @@ def client_loop(client: httpx.Client, mix: Mix, number: int, sid: str, stop_at: 
 
 
 def run_threads(server_url: str, token: str, mix: Mix, clients: list[tuple[int, str]], seconds: float,
-                kind: str) -> None:
+                kind: str, rotate: int = 0) -> None:
     """A thread per (client number, session) for ``seconds`` from now."""
     stop_at = time.monotonic() + seconds
 
     def one(number: int, sid: str) -> None:
         with connect(server_url, token) as client:
-            client_loop(client, mix, number, sid, stop_at, kind)
+            client_loop(client, mix, number, sid, stop_at, kind, rotate)
 
     threads = [threading.Thread(target=one, args=client) for client in clients]
     for thread in threads:
@@ -266,14 +286,14 @@ def run_threads(server_url: str, token: str, mix: Mix, clients: list[tuple[int, 
 
 
 def _client_process(server_url: str, token: str, clients: list[tuple[int, str]], seconds: float, kind: str,
-                    ready: Any, go: Any, results: Any) -> None:
+                    rotate: int, ready: Any, go: Any, results: Any) -> None:
     """A client process: its share of the client threads, started when ``go`` is set; sends back its
     record and its CPU seconds."""
     mix = Mix()
     ready.release()
     go.wait()
     cpu = time.process_time()
-    run_threads(server_url, token, mix, clients, seconds, kind)
+    run_threads(server_url, token, mix, clients, seconds, kind, rotate)
     results.put({"mix": mix.data(), "cpu": time.process_time() - cpu})
 
 
@@ -285,7 +305,7 @@ class Load:
 
 
 def run_load(server: Server, sessions: list[str], seconds: float, *, kind: str = "mixed", processes: int = 0,
-             mix: Mix | None = None, on_start: Callable[[], None] | None = None) -> Load:
+             rotate: int = 0, mix: Mix | None = None, on_start: Callable[[], None] | None = None) -> Load:
     """One client per session for ``seconds``: threads of this process (``processes`` 0), or spread
     over ``processes`` processes so that the clients' GIL is not the limit. ``on_start`` runs when the
     clients start (the processes started and imported). The client CPU is this process's (threads; the
@@ -295,7 +315,7 @@ def run_load(server: Server, sessions: list[str], seconds: float, *, kind: str =
         if on_start is not None:
             on_start()
         cpu, started = time.process_time(), time.monotonic()
-        run_threads(server.base_url, server.token, mix, list(enumerate(sessions)), seconds, kind)
+        run_threads(server.base_url, server.token, mix, list(enumerate(sessions)), seconds, kind, rotate)
         return Load(mix, time.monotonic() - started, time.process_time() - cpu)
     import multiprocessing
 
@@ -303,7 +323,7 @@ def run_load(server: Server, sessions: list[str], seconds: float, *, kind: str =
     ready, go, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     clients = list(enumerate(sessions))  # (the same client numbers, so the same picks, as with threads)
     procs = [ctx.Process(target=_client_process, args=(server.base_url, server.token, clients[p::processes],
-                                                       seconds, kind, ready, go, results))
+                                                       seconds, kind, rotate, ready, go, results))
              for p in range(processes)]
     for proc in procs:
         proc.start()
@@ -362,7 +382,7 @@ def check_exactly_once(server: Server, mix: Mix) -> tuple[int, int]:
 def route_rows(mix: Mix, elapsed: float, label: str) -> list[list[Any]]:
     """Per route: requests/s, p50/p99 ms, answers by status."""
     rows = []
-    for route in ("append", "context", "list", "search"):
+    for route in ("append", "context", "list", "search", "create")[:None if mix.latency.get("create") else 4]:
         samples = mix.latency.get(route, [])
         by_status = ", ".join(f"{s}: {c}" for (r, s), c in sorted(mix.statuses.items()) if r == route)
         rows.append([f"{label} {route}", f"{len(samples) / elapsed:.0f}", ms(samples, 50) if samples else "-",

@@ -35,17 +35,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _procs
 from _common import PgDatabases, add_common_args, log, met, pg_url_or_note, print_table, work_dir
 from feeds import event_ids, open_stream
-from service import Load, Mix, Server, check_exactly_once, error_line, make_sessions, route_rows, run_load
+from service import MIXES, Load, Mix, Server, check_exactly_once, error_line, make_sessions, route_rows, run_load
 
 GROWTH_SHARE = 0.05
 SLOPE_MB_PER_MIN = 1.0
 
 
 class Feed:
-    """One subscriber's record: the last seq seen, events, gaps and repeats, streams opened, refusals."""
+    """One subscriber of client ``client``'s session, and its record: the last seq seen, events, gaps and
+    repeats, streams opened, refusals. When the client moves to a new session (``--session-entries``),
+    the feed takes the rest of the old one, then follows the new one from its start."""
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, client: int, mix: Mix) -> None:
         self.session = session
+        self.client = client
+        self.mix = mix
         self.last = -1
         self.events = 0
         self.gaps = 0
@@ -53,16 +57,38 @@ class Feed:
         self.opened = 0
         self.refused: Counter[int] = Counter()
         self.failures = 0
+        self.sessions = 1
+        self.left_short = 0
+        """Sessions left before their last acknowledged entry arrived."""
+
+    def _moved(self) -> bool:
+        return self.mix.current.get(self.client, self.session) != self.session
+
+    def _acked(self) -> int:
+        return len(self.mix.acked.get(self.session, ()))
+
+    async def _close_when_moved(self, writer: asyncio.StreamWriter) -> None:
+        while not self._moved():
+            await asyncio.sleep(0.5)
+        deadline = time.monotonic() + 10
+        while self.last + 1 < self._acked() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        writer.close()
 
     async def follow(self, port: int, token: str) -> None:
-        path = f"/v1/sessions/{self.session}/events"
         while True:
+            if self._moved():
+                self.left_short += self.last + 1 != self._acked()
+                self.session, self.last = self.mix.current[self.client], -1
+                self.sessions += 1
             try:
-                reader, writer, status = await open_stream(port, path, token, self.last)
+                reader, writer, status = await open_stream(port, f"/v1/sessions/{self.session}/events", token,
+                                                           self.last)
             except OSError:
                 self.failures += 1
                 await asyncio.sleep(0.5)
                 continue
+            leaving = asyncio.ensure_future(self._close_when_moved(writer))
             try:
                 if status != 200:
                     self.refused[status] += 1
@@ -79,15 +105,16 @@ class Feed:
             except (OSError, ValueError, IndexError):
                 self.failures += 1
             finally:
+                leaving.cancel()
                 writer.close()
 
 
 class Feeds:
     """The subscribers, on an asyncio loop in a thread of their own."""
 
-    def __init__(self, server: Server, sessions: list[str], count: int) -> None:
+    def __init__(self, server: Server, sessions: list[str], count: int, mix: Mix) -> None:
         self.server = server
-        self.feeds = [Feed(sessions[i % len(sessions)]) for i in range(count)]
+        self.feeds = [Feed(sessions[i % len(sessions)], i % len(sessions), mix) for i in range(count)]
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="feeds", daemon=True)
         self.tasks: list[asyncio.Task[None]] = []
@@ -151,14 +178,15 @@ def soak(url: str, label: str, args: argparse.Namespace, workdir: Path) -> None:
     server = Server(url, args.workers, workdir / f"serve-soak-{label}.log")
     try:
         sessions = make_sessions(server, args.clients)
-        feeds = Feeds(server, sessions, args.feeds)
-        feeds.start()
         mix = Mix()
+        feeds = Feeds(server, sessions, args.feeds, mix)
+        feeds.start()
         loaded: list[Load] = []
         began = [0.0]
 
         def load() -> None:
-            loaded.append(run_load(server, sessions, seconds, kind="mixed", processes=args.client_procs, mix=mix,
+            loaded.append(run_load(server, sessions, seconds, kind=args.load, processes=args.client_procs,
+                                   rotate=args.session_entries, mix=mix,
                                    on_start=lambda: began.__setitem__(0, time.monotonic())))
 
         runner = threading.Thread(target=load, name="load")
@@ -167,7 +195,9 @@ def soak(url: str, label: str, args: argparse.Namespace, workdir: Path) -> None:
             time.sleep(0.05)
         series: dict[str, list[tuple[float, float]]] = {}
         names: dict[int, str] = {}
-        print(f"{label}: serve --workers {args.workers}, {args.clients} clients (mixed), {args.feeds} feeds, "
+        rotation = f", a new session every {args.session_entries} appends" if args.session_entries else ""
+        print(f"{label}: serve --workers {args.workers}, {args.clients} clients ({args.load}{rotation}), "
+              f"{args.feeds} feeds, "
               f"{args.minutes:g} min, RSS (MB) every {args.every:g} s", flush=True)
         print(f"{'t s':>6} {'load1':>6} {'req/s':>7} {'feed ev/s':>9}  RSS of each worker, supervisor", flush=True)
         last = (0.0, 0, 0)
@@ -196,9 +226,11 @@ def soak(url: str, label: str, args: argparse.Namespace, workdir: Path) -> None:
         runner.join()
         result = loaded[0]
         log(f"{label}: load done; waiting for the feeds to catch up")
-        stored = stored_counts(server, sessions)
+        final = {f.client: mix.current.get(f.client, f.session) for f in feeds.feeds}  # (the clients' last sessions)
+        stored = stored_counts(server, sorted(set(final.values())))
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(f.last + 1 < stored[f.session] for f in feeds.feeds):
+        while time.monotonic() < deadline and any(f.session != final[f.client] or f.last + 1 < stored[f.session]
+                                                  for f in feeds.feeds):
             time.sleep(0.2)
         feeds.stop()
         acked, wrong = check_exactly_once(server, mix)
@@ -223,12 +255,13 @@ def soak(url: str, label: str, args: argparse.Namespace, workdir: Path) -> None:
     print_table(["route", "req/s", "p50 ms", "p99 ms", "answers by status"], route_rows(mix, result.elapsed, label))
     print(error_line(label, mix))
     print(f"{label}: {acked} acknowledged appends, {wrong} not stored exactly once ({met(wrong == 0)})")
-    behind = sum(1 for f in feeds.feeds if f.last + 1 != stored[f.session])
+    behind = sum(1 for f in feeds.feeds if f.last + 1 != stored.get(f.session)) + sum(f.left_short for f in feeds.feeds)
     gaps, repeats = sum(f.gaps for f in feeds.feeds), sum(f.repeats for f in feeds.feeds)
     refused = sum((f.refused for f in feeds.feeds), Counter())
-    print(f"{label}: feeds: {feeds.events()} events to {len(feeds.feeds)} feeds, {gaps} skipped, {repeats} repeated, "
-          f"{behind} not at their session's last entry at the end; streams opened "
-          f"{sum(f.opened for f in feeds.feeds)} (resumed {sum(f.opened for f in feeds.feeds) - len(feeds.feeds)}),"
+    print(f"{label}: feeds: {feeds.events()} events to {len(feeds.feeds)} feeds over "
+          f"{sum(f.sessions for f in feeds.feeds)} sessions followed, {gaps} skipped, {repeats} repeated, "
+          f"{behind} sessions left before their last entry arrived; streams opened "
+          f"{sum(f.opened for f in feeds.feeds)} (resumed {sum(f.opened - f.sessions for f in feeds.feeds)}),"
           f" refused {dict(refused) or 0}, broken {sum(f.failures for f in feeds.feeds)} "
           f"({met(not gaps and not repeats and not behind)})")
     sys.stdout.flush()
@@ -244,6 +277,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="serve --workers (default 2)")
     parser.add_argument("--client-procs", type=int, default=0, metavar="P",
                         help="run the clients in P processes (default 0: threads of this process)")
+    parser.add_argument("--load", choices=sorted(MIXES), default="mixed",
+                        help="issue 23's mix (default), or a part of it to tell what grows (see service.MIXES)")
+    parser.add_argument("--session-entries", type=int, default=0, metavar="N",
+                        help="each client moves to a new session after N appends (default 0: one session each,"
+                             " growing all along)")
     parser.add_argument("--backend", choices=("auto", "sqlite", "postgres"), default="auto",
                         help="auto (default): PostgreSQL with --pg-url, else SQLite")
     args = parser.parse_args()
