@@ -15,11 +15,13 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import PgDatabases, add_common_args, log, met, percentile, pg_url_or_note, print_table, work_dir
+from _procs import rss_mb
 from service import Server
 
 P99_TARGET_MS = 1000.0
@@ -27,26 +29,39 @@ RSS_TARGET_MB = 300.0
 
 
 def server_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    found = rss_mb(pid)
+    return float("nan") if found is None else found
+
+
+async def open_stream(port: int, path: str, token: str, last_event_id: int | None = None,
+                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int]:
+    """A feed's connection once its response head is read: (reader, writer, status)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+    resume = "" if last_event_id is None else f"Last-Event-ID: {last_event_id}\r\n"
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n{resume}\r\n".encode())
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass  # (the rest of the response head)
+    return reader, writer, status
+
+
+async def event_ids(reader: asyncio.StreamReader) -> AsyncIterator[int]:
+    """The ``id:`` of each event, as it arrives, until the stream ends."""
+    while line := await reader.readline():
+        if line.startswith(b"id: "):  # (chunked framing puts sizes on lines of their own: not ids)
+            yield int(line[4:])
 
 
 async def open_feed(port: int, path: str, token: str, arrivals: dict[int, list[float]],
                     ready: asyncio.Event, count: list[int], total: int) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-    await writer.drain()
-    while (await reader.readline()) not in (b"\r\n", b""):
-        pass  # (the response head)
+    reader, writer, _status = await open_stream(port, path, token)
     count[0] += 1
     if count[0] == total:
         ready.set()
     try:
-        while line := await reader.readline():
-            if line.startswith(b"id: "):  # (chunked framing puts sizes on lines of their own: not ids)
-                arrivals.setdefault(int(line[4:]), []).append(time.perf_counter())
+        async for seq in event_ids(reader):
+            arrivals.setdefault(seq, []).append(time.perf_counter())
     finally:
         writer.close()
 

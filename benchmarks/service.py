@@ -60,6 +60,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def connect(base_url: str, token: str) -> httpx.Client:
+    return httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
 class Server:
     """``sessionstore --db URL serve --port P [--workers N]`` in a subprocess, and a token of its own."""
 
@@ -87,7 +91,7 @@ class Server:
         raise RuntimeError("serve did not answer in 60 s")
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
+        return connect(self.base_url, self.token)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -153,7 +157,15 @@ def one_client(url_http: str, url_local: str, count: int, workdir: Path, label: 
     ]
 
 
-# -- 2. 32 clients -----------------------------------------------------------------------------
+# -- 2. 32 clients: the load (the workers sweep and the soak run it too) --------------------------
+MIXES = {"mixed": (0.80, 0.95, 0.975), "appends": (1.0, 1.0, 1.0), "context": (0.80, 1.0, 1.0),
+         "lookups": (0.80, 0.80, 0.90)}
+"""What a client does, by a uniform pick in [0, 1): below the first bound an append, then a context
+read, a list, a search. ``mixed``: issue 23's 80% appends / 15% context / 2.5% list / 2.5% search;
+``appends`` only; ``context``: 80% appends / 20% context; ``lookups``: 80% appends / 10% list / 10%
+search (the last three tell apart what a figure of the mix comes from)."""
+
+
 class Mix:
     """What the clients did: latencies per route, answers by status, and the ids acknowledged."""
 
@@ -163,48 +175,173 @@ class Mix:
         self.statuses: Counter[tuple[str, int]] = Counter()
         self.acked: dict[str, list[str]] = defaultdict(list)
         self.failures: list[str] = []
+        self.current: dict[int, str] = {}
+        """The session each client (by number) appends to now (in this process)."""
 
     def note(self, route: str, status: int, seconds: float) -> None:
         with self.lock:
             self.latency[route].append(seconds)
             self.statuses[route, status] += 1
 
+    def requests(self) -> int:
+        with self.lock:
+            return sum(self.statuses.values())
 
-def client_loop(server: Server, mix: Mix, number: int, stop_at: float) -> None:
+    def data(self) -> dict[str, Any]:
+        """The record as plain data (what a client process sends back)."""
+        return {"latency": dict(self.latency), "statuses": list(self.statuses.items()),
+                "acked": dict(self.acked), "failures": self.failures}
+
+    def add(self, data: dict[str, Any]) -> None:
+        with self.lock:
+            for route, samples in data["latency"].items():
+                self.latency[route] += samples
+            for (route, status), count in data["statuses"]:
+                self.statuses[route, status] += count
+            for sid, ids in data["acked"].items():
+                self.acked[sid] += ids
+            self.failures += data["failures"]
+
+    def appended(self) -> int:
+        """Appends acknowledged (201)."""
+        return sum(c for (route, status), c in self.statuses.items() if route == "append" and status == 201)
+
+    def errors(self) -> dict[str, int]:
+        """Answers of 400 and over, but the 412s that the appends' If-Match expects now and then."""
+        return {f"{route} {status}": c for (route, status), c in sorted(self.statuses.items())
+                if status >= 400 and not (route == "append" and status == 412)}
+
+
+def make_sessions(server: Server, clients: int) -> list[str]:
+    """One session per client, made before the clock starts."""
+    with server.client() as client:
+        return [client.post("/v1/sessions", json={"cwd": f"/bench/{n % 4}"}).json()["id"] for n in range(clients)]
+
+
+def client_loop(client: httpx.Client, mix: Mix, number: int, sid: str, stop_at: float, kind: str = "mixed",
+                rotate: int = 0) -> None:
+    """One client until ``stop_at``: ``kind``'s mix on session ``sid``; with ``rotate``, on a new session
+    of its own after each ``rotate`` appends (as an agent starts a new session: the sessions read stay
+    that size, where otherwise they grow all along)."""
     import random
 
     rng = random.Random(number)
-    with server.client() as client:
-        sid = client.post("/v1/sessions", json={"cwd": f"/bench/{number % 4}"}).json()["id"]
-        etag = '"root"'
-        n = 0
-        while time.monotonic() < stop_at:
-            pick = rng.random()
-            started = time.perf_counter()
-            try:
-                if pick < 0.80:
-                    n += 1
-                    answer = client.post(f"/v1/sessions/{sid}/entries", headers={"If-Match": etag},
-                                         json={"type": "message", "message": message(number * 1_000_000 + n)})
-                    mix.note("append", answer.status_code, time.perf_counter() - started)
-                    if answer.status_code == 201:
-                        etag = answer.headers["etag"]
-                        with mix.lock:
-                            mix.acked[sid] += [e["id"] for e in answer.json()["entries"]]
-                    elif answer.status_code == 412:
-                        etag = client.get(f"/v1/sessions/{sid}").headers["etag"]
-                elif pick < 0.95:
-                    answer = client.get(f"/v1/sessions/{sid}/context")
-                    mix.note("context", answer.status_code, time.perf_counter() - started)
-                elif pick < 0.975:
-                    answer = client.get("/v1/sessions?limit=20")
-                    mix.note("list", answer.status_code, time.perf_counter() - started)
-                else:
-                    answer = client.get("/v1/search?q=lorem&limit=5")
-                    mix.note("search", answer.status_code, time.perf_counter() - started)
-            except httpx.HTTPError as exc:
-                with mix.lock:
-                    mix.failures.append(f"{type(exc).__name__}: {exc}")
+    appends, contexts, lists = MIXES[kind]
+    etag = client.get(f"/v1/sessions/{sid}").headers["etag"]
+    with mix.lock:
+        mix.current[number] = sid
+    n = on_this = 0
+    while time.monotonic() < stop_at:
+        pick = rng.random()
+        started = time.perf_counter()
+        try:
+            if pick < appends:
+                n += 1
+                answer = client.post(f"/v1/sessions/{sid}/entries", headers={"If-Match": etag},
+                                     json={"type": "message", "message": message(number * 1_000_000 + n)})
+                mix.note("append", answer.status_code, time.perf_counter() - started)
+                if answer.status_code == 201:
+                    etag = answer.headers["etag"]
+                    with mix.lock:
+                        mix.acked[sid] += [e["id"] for e in answer.json()["entries"]]
+                    on_this += 1
+                    if rotate and on_this >= rotate:
+                        started = time.perf_counter()
+                        made = client.post("/v1/sessions", json={"cwd": f"/bench/{number % 4}"})
+                        mix.note("create", made.status_code, time.perf_counter() - started)
+                        if made.is_success:
+                            sid, etag, on_this = made.json()["id"], '"root"', 0
+                            with mix.lock:
+                                mix.current[number] = sid
+                elif answer.status_code == 412:
+                    etag = client.get(f"/v1/sessions/{sid}").headers["etag"]
+            elif pick < contexts:
+                answer = client.get(f"/v1/sessions/{sid}/context")
+                mix.note("context", answer.status_code, time.perf_counter() - started)
+            elif pick < lists:
+                answer = client.get("/v1/sessions?limit=20")
+                mix.note("list", answer.status_code, time.perf_counter() - started)
+            else:
+                answer = client.get("/v1/search?q=lorem&limit=5")
+                mix.note("search", answer.status_code, time.perf_counter() - started)
+        except httpx.HTTPError as exc:
+            with mix.lock:
+                mix.failures.append(f"{type(exc).__name__}: {exc}")
+
+
+def run_threads(server_url: str, token: str, mix: Mix, clients: list[tuple[int, str]], seconds: float,
+                kind: str, rotate: int = 0) -> None:
+    """A thread per (client number, session) for ``seconds`` from now."""
+    stop_at = time.monotonic() + seconds
+
+    def one(number: int, sid: str) -> None:
+        with connect(server_url, token) as client:
+            client_loop(client, mix, number, sid, stop_at, kind, rotate)
+
+    threads = [threading.Thread(target=one, args=client) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _client_process(server_url: str, token: str, clients: list[tuple[int, str]], seconds: float, kind: str,
+                    rotate: int, ready: Any, go: Any, results: Any) -> None:
+    """A client process: its share of the client threads, started when ``go`` is set; sends back its
+    record and its CPU seconds."""
+    mix = Mix()
+    ready.release()
+    go.wait()
+    cpu = time.process_time()
+    run_threads(server_url, token, mix, clients, seconds, kind, rotate)
+    results.put({"mix": mix.data(), "cpu": time.process_time() - cpu})
+
+
+class Load:
+    """One run of the clients: the record, its wall seconds and the clients' CPU seconds."""
+
+    def __init__(self, mix: Mix, elapsed: float, client_cpu: float) -> None:
+        self.mix, self.elapsed, self.client_cpu = mix, elapsed, client_cpu
+
+
+def run_load(server: Server, sessions: list[str], seconds: float, *, kind: str = "mixed", processes: int = 0,
+             rotate: int = 0, mix: Mix | None = None, on_start: Callable[[], None] | None = None) -> Load:
+    """One client per session for ``seconds``: threads of this process (``processes`` 0), or spread
+    over ``processes`` processes so that the clients' GIL is not the limit. ``on_start`` runs when the
+    clients start (the processes started and imported). The client CPU is this process's (threads; the
+    caller's other threads count too) or the client processes' (processes)."""
+    mix = mix or Mix()
+    if processes <= 0:
+        if on_start is not None:
+            on_start()
+        cpu, started = time.process_time(), time.monotonic()
+        run_threads(server.base_url, server.token, mix, list(enumerate(sessions)), seconds, kind, rotate)
+        return Load(mix, time.monotonic() - started, time.process_time() - cpu)
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, go, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
+    clients = list(enumerate(sessions))  # (the same client numbers, so the same picks, as with threads)
+    procs = [ctx.Process(target=_client_process, args=(server.base_url, server.token, clients[p::processes],
+                                                       seconds, kind, rotate, ready, go, results))
+             for p in range(processes)]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.acquire()
+    if on_start is not None:
+        on_start()
+    started = time.monotonic()
+    go.set()
+    client_cpu = 0.0
+    for _ in procs:
+        got = results.get()
+        mix.add(got["mix"])
+        client_cpu += got["cpu"]
+    elapsed = time.monotonic() - started
+    for proc in procs:
+        proc.join()
+    return Load(mix, elapsed, client_cpu)
 
 
 def floor_appends(url: str, clients: int, seconds: float) -> float:
@@ -242,42 +379,41 @@ def check_exactly_once(server: Server, mix: Mix) -> tuple[int, int]:
     return sum(len(a) for a in mix.acked.values()), wrong
 
 
-def many_clients(url_http: str, url_floor: str, clients: int, seconds: float, workers: int, workdir: Path,
-                 label: str) -> tuple[list[list[Any]], list[str]]:
-    server = Server(url_http, workers, workdir / f"serve-{label}-{workers}.log")
-    mix = Mix()
-    try:
-        stop_at = time.monotonic() + seconds
-        started = time.monotonic()
-        threads = [threading.Thread(target=client_loop, args=(server, mix, n, stop_at)) for n in range(clients)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        elapsed = time.monotonic() - started
-        acked, wrong = check_exactly_once(server, mix)
-    finally:
-        server.stop()
-    floor = floor_appends(url_floor, clients, seconds)
-    appends = sum(c for (route, status), c in mix.statuses.items() if route == "append" and status == 201)
-    rate = appends / elapsed
-    errors = {f"{route} {status}": c for (route, status), c in mix.statuses.items()
-              if status >= 400 and not (route == "append" and status == 412)}
+def route_rows(mix: Mix, elapsed: float, label: str) -> list[list[Any]]:
+    """Per route: requests/s, p50/p99 ms, answers by status."""
     rows = []
-    for route in ("append", "context", "list", "search"):
+    for route in ("append", "context", "list", "search", "create")[:None if mix.latency.get("create") else 4]:
         samples = mix.latency.get(route, [])
         by_status = ", ".join(f"{s}: {c}" for (r, s), c in sorted(mix.statuses.items()) if r == route)
         rows.append([f"{label} {route}", f"{len(samples) / elapsed:.0f}", ms(samples, 50) if samples else "-",
                      ms(samples, 99) if samples else "-", by_status or "-"])
+    return rows
+
+
+def error_line(label: str, mix: Mix) -> str:
+    errors = mix.errors()
+    return (f"{label}: errors other than the mix's 412s: {sum(errors.values())} {errors or ''}"
+            f"{'; transport failures: ' + str(len(mix.failures)) if mix.failures else ''} "
+            f"({met(not errors and not mix.failures)})")
+
+
+def many_clients(url_http: str, url_floor: str, clients: int, seconds: float, workers: int, workdir: Path,
+                 label: str) -> tuple[list[list[Any]], list[str]]:
+    server = Server(url_http, workers, workdir / f"serve-{label}-{workers}.log")
+    try:
+        load = run_load(server, make_sessions(server, clients), seconds)
+        acked, wrong = check_exactly_once(server, load.mix)
+    finally:
+        server.stop()
+    floor = floor_appends(url_floor, clients, seconds)
+    rate = load.mix.appended() / load.elapsed
     lines = [
         f"{label}: HTTP appends {rate:.0f}/s vs {floor:.0f}/s in process with {clients} threads: "
         f"{rate / floor:.2f}x (target >= {THROUGHPUT_TARGET}x: {met(rate / floor >= THROUGHPUT_TARGET)})",
-        f"{label}: errors other than the mix's 412s: {sum(errors.values())} {errors or ''}"
-        f"{'; transport failures: ' + str(len(mix.failures)) if mix.failures else ''} "
-        f"({met(not errors and not mix.failures)})",
+        error_line(label, load.mix),
         f"{label}: {acked} acknowledged appends, {wrong} not stored exactly once ({met(wrong == 0)})",
     ]
-    return rows, lines
+    return route_rows(load.mix, load.elapsed, label), lines
 
 
 def main() -> None:

@@ -25,6 +25,8 @@ RUNS = {
     "service.py": ["--quick"],
     "service_memory.py": ["--quick"],
     "feeds.py": ["--quick"],
+    "workers.py": ["--quick"],  # SQLite (no PostgreSQL here); 1 and 2 workers, client threads and 2 processes
+    "soak.py": ["--quick"],  # 6 s, a sample a second
 }
 NEEDS = {"peers.py": "agents"}
 """A script's benchmark-only extra (``.[bench]``), by the module it imports."""
