@@ -35,13 +35,16 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from sessionstore.api import SessionStore
 from sessionstore.store import migrate
+from sessionstore.store.changes import PostgresListener, follow
 from sessionstore.store.engine import make_engine
 from tests.conftest import BACKENDS, drop_pg_database, fresh_pg_database
-from tests.requirements import POSTGRES_SERVER, pg_bindir, require
+from tests.requirements import POSTGRES, POSTGRES_SERVER, pg_bindir, require
 from tests.service.conftest import Server, free_port, launch, mint_token
+from tests.service.test_ops import Proxy
 
 pytestmark = pytest.mark.slow
 
@@ -498,3 +501,45 @@ def test_a_worker_killed_mid_append_loses_nothing_acknowledged(database: str, se
         with contextlib.closing(sqlite3.connect(database.removeprefix("sqlite:///"))) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     assert "Traceback" not in server.log()
+
+
+# -- 3. an entry written while the change listener reconnects ----------------------------------------------
+@pytest.mark.requires(POSTGRES)
+def test_an_entry_written_while_the_change_listener_is_away_reaches_the_feed(pg_url: str) -> None:
+    """The notification of an entry written while the LISTEN connection is lost is lost with it; the
+    listener, once it is back, tells every watch to look (``None``), and the feed reads the entry. The
+    listener alone goes through a proxy, so the entry is surely written while it cannot listen."""
+    real = make_url(pg_url)
+    proxy = Proxy((real.host or "127.0.0.1", real.port or 5432))
+    proxy.start()
+    proxied = real.set(drivername="postgresql", host="127.0.0.1", port=proxy.port)
+    listener = PostgresListener(proxied.render_as_string(hide_password=False))
+    got: list[str] = []
+    stop = threading.Event()
+    with SessionStore(pg_url) as store:
+        store.create_session(cwd="/w", session_id="r")
+
+        def read() -> None:
+            for event in follow(store._entries, "r", hub=listener, idle=0.05, stop=stop.is_set):
+                if event.kind == "entry" and event.line is not None:
+                    got.append(json.loads(event.line)["id"])
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            store.append_entries_detailed("r", [entry("before")])
+            assert wait_until(lambda: got == ["before"], 10)
+            proxy.stop()  # (the listener's connection is cut, and it cannot connect again)
+            time.sleep(0.5)
+            store.append_entries_detailed("r", [entry("while away")])
+            time.sleep(1.0)
+            assert got == ["before"]  # (no notification reached the feed)
+            proxy.start()  # (the same port: the listener's next try connects)
+            assert wait_until(lambda: got == ["before", "while away"], 10), got
+            store.append_entries_detailed("r", [entry("after")])
+            assert wait_until(lambda: got == ["before", "while away", "after"], 10), got
+        finally:
+            stop.set()
+            reader.join(5)
+            listener.close()
+            proxy.stop()
