@@ -17,6 +17,7 @@ made as ``.ci/pg-cluster.sh`` makes one): the shared one of ``SESSIONSTORE_TEST_
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -31,13 +32,19 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from starlette.requests import Request
+from starlette.responses import Response
 
 from sessionstore.api import SessionStore
+from sessionstore.service.deps import Caller
+from sessionstore.service.problems import unavailable as problem_for_unavailable
+from sessionstore.service.routes_write import idempotent
 from sessionstore.store import migrate
 from sessionstore.store.changes import PostgresListener, follow
 from sessionstore.store.engine import make_engine
@@ -188,13 +195,14 @@ class Tally:
 class Appender(threading.Thread):
     """Appends entries ``{name}-0``, ``{name}-1``, ... to ``session`` one at a time, until ``stop``; an
     entry is sent again (the same id) until it is answered 201: after a 503 (waiting ``Retry-After``)
-    and after a dropped connection. ``unavailable_ok``: whether a 503 is expected now."""
+    and after a dropped connection. ``unavailable_ok``: whether a 503 is expected now. ``keyed``: each
+    entry is sent with an ``Idempotency-Key`` of its own (the same on every retry), as the client does."""
 
     def __init__(self, server: Server, token: str, session: str, name: str, tally: Tally,
-                 stop: threading.Event, unavailable_ok: Callable[[], bool]) -> None:
+                 stop: threading.Event, unavailable_ok: Callable[[], bool], *, keyed: bool = False) -> None:
         super().__init__(daemon=True)
         self.server, self.token, self.session, self.name = server, token, session, name
-        self.tally, self.stop, self.unavailable_ok = tally, stop, unavailable_ok
+        self.tally, self.stop, self.unavailable_ok, self.keyed = tally, stop, unavailable_ok, keyed
         self.acked = 0
 
     def run(self) -> None:
@@ -205,7 +213,8 @@ class Appender(threading.Thread):
                 entry_id = f"{self.name}-{number}"
                 started = time.monotonic()
                 try:
-                    response = http.post(path, json=entry(entry_id))
+                    response = http.post(path, json=entry(entry_id),
+                                         headers={"Idempotency-Key": f"key-{entry_id}"} if self.keyed else None)
                 except httpx.TimeoutException:
                     self.tally.wrong(f"{entry_id}: no answer in {BOUND} s")
                     continue
@@ -357,8 +366,8 @@ def test_the_postgresql_server_stopped_and_started_again_while_clients_append_an
     followers = [Follower(server, token, sessions[n % SESSIONS], until, tally, stop_following,
                           hop if n % 5 == 0 else None)  # (a fifth of them reconnect while it is down)
                  for n in range(FEEDS)]
-    appenders = [Appender(server, token, sessions[n % SESSIONS], f"a{n}", tally, stop_appending, down.is_set)
-                 for n in range(APPENDERS)]
+    appenders = [Appender(server, token, sessions[n % SESSIONS], f"a{n}", tally, stop_appending, down.is_set,
+                          keyed=n % 2 == 1) for n in range(APPENDERS)]
     try:
         for follower in followers:
             follower.start()
@@ -543,3 +552,47 @@ def test_an_entry_written_while_the_change_listener_is_away_reaches_the_feed(pg_
             reader.join(5)
             listener.close()
             proxy.stop()
+
+
+# -- 4. an Idempotency-Key claimed when the database went away ------------------------------------------
+@pytest.mark.requires(POSTGRES)
+@pytest.mark.parametrize("status", [201, 503])
+def test_a_claim_the_database_went_away_under_is_ended_once_it_is_back(pg_url: str, status: int) -> None:
+    """A request claims its key, then the database goes away before the claim's end is written: the
+    answer goes out anyway (201: the request was served; 503: it was not), and the worker writes the
+    end once the database answers again, so a retry with the key gets the recorded 201, or runs again
+    after a 503, instead of 409 IDEMPOTENCY_KEY_IN_USE until the claim is abandoned (10 minutes)."""
+    real = make_url(pg_url)
+    proxy = Proxy((real.host or "127.0.0.1", real.port or 5432))
+    proxy.start()
+    proxied = real.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    runs: list[int] = []
+    with SessionStore(proxied) as store:
+        app = SimpleNamespace(state=SimpleNamespace(store=store))
+        scope = {"type": "http", "method": "POST", "path": "/v1/sessions", "app": app,
+                 "headers": [(b"idempotency-key", b"claimed-then-away")]}
+        who = Caller(tenant="default", scope="write", token_id=None)
+
+        async def run_and_lose_the_database() -> Response:
+            runs.append(len(runs))
+            if len(runs) == 1:
+                proxy.stop()  # (after the claim, before its end)
+            return Response(b"first", status_code=status if len(runs) == 1 else 201)
+
+        def request() -> Response:
+            return asyncio.run(idempotent(Request(scope), who, "fingerprint", run_and_lose_the_database))
+
+        first = request()
+        assert (first.status_code, first.body) == (status, b"first")
+        with pytest.raises(Exception) as away:  # (still away: the service answers it with 503)
+            request()
+        assert problem_for_unavailable(away.value) is not None
+        proxy.start()
+        retry = request()
+        if status == 201:
+            assert (retry.status_code, retry.body, retry.headers["idempotent-replayed"]) == (201, b"first", "true")
+            assert runs == [0]
+        else:
+            assert retry.status_code == 201 and runs == [0, 1]  # (not served the first time: it runs again)
+        assert not app.state.unsettled_claims
+    proxy.stop()
