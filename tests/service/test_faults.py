@@ -512,6 +512,46 @@ def test_a_worker_killed_mid_append_loses_nothing_acknowledged(database: str, se
     assert "Traceback" not in server.log()
 
 
+def test_a_worker_killed_while_the_database_is_down_serves_again_once_it_is_back(
+        cluster: Cluster, serve: Callable[..., Server]) -> None:
+    """The worker started in place of a killed one cannot open its store while the database is down: it
+    waits for it (uvicorn's supervisor would stop the whole server for a worker that fails to start)."""
+    url = cluster.new_database("killed_while_down")
+    token = mint_token(url)
+    server = serve(url, "--workers", "2")
+    with client(server, token) as http:
+        assert http.post("/v1/sessions", json={"id": "d", "cwd": "/w"}).status_code == 201
+        assert wait_until(lambda: len(worker_pids(server)) == 2, 20)
+        before = set(worker_pids(server))
+        victim = min(before)
+        cluster.stop("fast")
+        try:
+            os.kill(victim, signal.SIGKILL)
+            assert wait_until(lambda: len(set(worker_pids(server)) - {victim}) == 2, 20), "no worker came back"
+            (new,) = set(worker_pids(server)) - before
+            assert wait_until(lambda: "the database cannot be reached" in server.log()
+                              or "startup failed" in server.log(), 30), "the new worker did not start"
+            time.sleep(1.5)  # (it tries to open its store again, and must not give up)
+            assert server.process.poll() is None, f"the server stopped:\n{server.log()[-3000:]}"
+            for _ in range(4):
+                assert unavailable(http.post("/v1/sessions/d/entries", json=entry("down"))) is None
+                assert http.get("/healthz").status_code == 200
+        finally:
+            cluster.start()
+        assert wait_until(lambda: http.get("/readyz").status_code == 200, 20)
+    served_by_new = False
+    deadline = time.monotonic() + 20
+    number = 0
+    while not served_by_new and time.monotonic() < deadline:  # (new connections reach either worker)
+        with client(server, token) as fresh:
+            response = fresh.post("/v1/sessions/d/entries", json=entry(f"after-{number}"))
+            assert response.status_code == 201, response.text
+            number += 1
+        served_by_new = any(f'"pid": {new}' in line for line in server.log().splitlines() if line.startswith("{"))
+    assert served_by_new, "the worker started while the database was down never served"
+    assert server.process.poll() is None and "Traceback" not in server.log()
+
+
 # -- 3. an entry written while the change listener reconnects ----------------------------------------------
 @pytest.mark.requires(POSTGRES)
 def test_an_entry_written_while_the_change_listener_is_away_reaches_the_feed(pg_url: str) -> None:
