@@ -69,14 +69,14 @@ async def _open_store(url: str | None) -> SessionStore:
     """The worker's store. While the database cannot be reached (a worker started again by ``serve
     --workers N`` during an outage) it tries again, up to every 2 s, instead of failing: uvicorn's
     supervisor takes a worker that fails to start for a broken application and stops the whole server.
-    ``serve`` itself opened the store before anything listened, so any other error (an outdated schema)
-    fails at once, as does a stop signal meanwhile."""
+    ``serve`` itself opened the store before anything listened, so any other error (an outdated schema,
+    a SQLite file that cannot be opened) fails at once, as does a stop signal meanwhile."""
     delay = 0.1
     while True:
         try:
             return await anyio.to_thread.run_sync(SessionStore, url)
         except errors.StoreError as exc:
-            if not _unreachable(exc) or ops.draining():
+            if not (url or "").startswith("postgresql") or not _unreachable(exc) or ops.draining():
                 raise
             if delay == 0.1:
                 log.warning("the database cannot be reached: this worker starts serving once it can")
