@@ -14,7 +14,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pwd
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,9 +127,38 @@ def _postgres_absent() -> str | None:
     return "SESSIONSTORE_TEST_PG_URL is not set (no PostgreSQL server to run the PostgreSQL half on)"
 
 
+def pg_bindir() -> Path | None:
+    """Where PostgreSQL's server programs are (``initdb``, ``pg_ctl``), as ``.ci/pg-cluster.sh`` looks:
+    the newest ``/usr/lib/postgresql/*/bin``, else ``pg_config --bindir``."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
+                   key=lambda p: [int(n) if n.isdigit() else 0 for n in p.parent.name.split(".")])
+    if found:
+        return found[-1]
+    pg_config = shutil.which("pg_config")
+    if pg_config is None:
+        return None
+    done = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
+    return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
+
+
+def _postgres_server_absent() -> str | None:
+    bindir = pg_bindir()
+    if bindir is None or not (bindir / "initdb").is_file() or not (bindir / "pg_ctl").is_file():
+        return "PostgreSQL's server programs (initdb, pg_ctl) are not installed (the test runs a server of its own)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root without a 'postgres' user (initdb refuses root; .ci/pg-cluster.sh adds the user)"
+    return None
+
+
 NODE = Part("Node.js", INSTALL_PI, _node_absent)
 PI = Part(f"pi {PI_VERSION}", INSTALL_PI, _pi_absent)
 POSTGRES = Part("PostgreSQL", "source .ci/pg-cluster.sh start", _postgres_absent)
+POSTGRES_SERVER = Part("PostgreSQL server programs", "source .ci/pg-cluster.sh start", _postgres_server_absent)
+"""A PostgreSQL server the test starts and stops itself (``.ci/pg-cluster.sh`` installs Debian's postgresql
+when it is missing): not the shared one of ``SESSIONSTORE_TEST_PG_URL``, which nobody may stop."""
 CHROMIUM = Part(
     "chromium", ".ci/install-chromium.sh",
     lambda: None if chromium_path() else "chromium is not installed (the HTML export's browser tests open the page)",

@@ -10,7 +10,18 @@ import pytest
 
 from tests import requirements
 from tests.paths import ROOT
-from tests.requirements import CHROMIUM, INSTALL_AGENTS, INSTALL_DEV, NODE, PI, POSTGRES, Part, module, require
+from tests.requirements import (
+    CHROMIUM,
+    INSTALL_AGENTS,
+    INSTALL_DEV,
+    NODE,
+    PI,
+    POSTGRES,
+    POSTGRES_SERVER,
+    Part,
+    module,
+    require,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -100,7 +111,7 @@ def test_the_requires_mark_fails_a_test_or_a_param_under_ci(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(["*the thing is not here; run: make thing (under CI nothing skips*"])
 
 
-@pytest.mark.parametrize("part", [NODE, PI, POSTGRES, CHROMIUM], ids=str)
+@pytest.mark.parametrize("part", [NODE, PI, POSTGRES, POSTGRES_SERVER, CHROMIUM], ids=str)
 def test_every_part_names_a_script_of_the_repository(part: Part) -> None:
     script = next(word for word in part.install.split() if word.startswith(".ci/"))
     assert (ROOT / script).is_file()

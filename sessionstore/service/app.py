@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -29,8 +31,8 @@ def create_app(config: ServiceConfig) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.store = SessionStore(config.url)
         ops.watch_for_shutdown()
+        app.state.store = await _open_store(config.url)
         app.state.rate_limiter = None if config.rate_limit is None else RateLimiter(app.state.store, config.rate_limit)
         try:
             yield
@@ -61,6 +63,37 @@ def create_app(config: ServiceConfig) -> FastAPI:
                                            "Idempotent-Replayed"])
     app.add_middleware(ServiceMiddleware, limits=config.limits)  # (outermost: ids and limits for all)
     return app
+
+
+async def _open_store(url: str | None) -> SessionStore:
+    """The worker's store. While the database cannot be reached (a worker started again by ``serve
+    --workers N`` during an outage) it tries again, up to every 2 s, instead of failing: uvicorn's
+    supervisor takes a worker that fails to start for a broken application and stops the whole server.
+    ``serve`` itself opened the store before anything listened, so any other error (an outdated schema,
+    a SQLite file that cannot be opened) fails at once, as does a stop signal meanwhile."""
+    delay = 0.1
+    while True:
+        try:
+            return await anyio.to_thread.run_sync(SessionStore, url)
+        except errors.StoreError as exc:
+            if not (url or "").startswith("postgresql") or not _unreachable(exc) or ops.draining():
+                raise
+            if delay == 0.1:
+                log.warning("the database cannot be reached: this worker starts serving once it can")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` or an error it was raised from says the database could not be reached."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, problems.connection_errors()):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _configure_logging() -> None:

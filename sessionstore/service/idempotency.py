@@ -10,12 +10,19 @@ atomic across workers), then :meth:`~IdempotencyRecords.finish` stores the answe
 request finds the claim (:class:`KeyInUse`) instead of running a second time. A claim older than
 :data:`ABANDONED_MS` is taken to be a dead server's and may be claimed again. Records older than the window
 are ignored, and removed whenever a key is claimed or recorded.
+
+A claim whose end (:meth:`~IdempotencyRecords.finish` or :meth:`~IdempotencyRecords.release`) cannot be
+written because the database went away while its request ran is kept by the worker (:class:`Unsettled`)
+and written once the database answers again, before the worker's next claim: otherwise a retry of that
+request, which ``Retry-After`` invites, would find the key in use for :data:`ABANDONED_MS`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +32,8 @@ from sqlalchemy.exc import IntegrityError
 from sessionstore.models.timestamps import now_ms
 from sessionstore.service.tokens import _engine
 from sessionstore.store import schema
+
+log = logging.getLogger("sessionstore.service")
 
 WINDOW_MS = 24 * 3600 * 1000
 """How long a key's first answer is replayed."""
@@ -143,3 +152,39 @@ class IdempotencyRecords:
             conn.execute(delete(table).where(
                 table.c.tenant == tenant, table.c.key == key, table.c.fingerprint == fingerprint,
                 table.c.status == PENDING))
+
+
+UNSETTLED_MAX = 10_000
+"""Most claim ends a worker keeps for later (one per request in flight when the database went away)."""
+
+
+class Unsettled:
+    """The ends of claims (a ``finish`` or a ``release``) that one worker could not write because the
+    database was away, oldest first: :meth:`settle` writes them when it answers again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ends: list[Callable[[], None]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._ends)
+
+    def add(self, end: Callable[[], None]) -> None:
+        with self._lock:
+            if len(self._ends) < UNSETTLED_MAX:  # (beyond: the claim is left to be abandoned)
+                self._ends.append(end)
+
+    def settle(self, is_unavailable: Callable[[BaseException], bool]) -> None:
+        """Write the kept ends, oldest first; stop at the first that fails because the database is still
+        away (``is_unavailable``), keeping it and the rest. Any other failure drops that end (logged)."""
+        with self._lock:
+            ends, self._ends = self._ends, []
+        for index, end in enumerate(ends):
+            try:
+                end()
+            except Exception as exc:
+                if is_unavailable(exc):
+                    with self._lock:
+                        self._ends[:0] = ends[index:]
+                    return
+                log.warning("an Idempotency-Key's claim could not be ended: %s", type(exc).__name__)

@@ -7,6 +7,7 @@ write route honours ``Idempotency-Key`` (see :func:`idempotent`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import tempfile
@@ -194,13 +195,18 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
     was answered and a retry gets that answer), except a 5xx: the request was not served (the database
     was away), so a retry runs again, as ``Retry-After`` invites. A retry arriving while the first
     request still runs waits for its answer (up to :data:`KEY_IN_USE_WAIT` seconds, then 409
-    IDEMPOTENCY_KEY_IN_USE with ``Retry-After``): it never runs the request a second time."""
+    IDEMPOTENCY_KEY_IN_USE with ``Retry-After``): it never runs the request a second time. When the
+    database goes away after the key was claimed, the answer goes out anyway and the claim's end is
+    written once the database is back (:class:`~sessionstore.service.idempotency.Unsettled`)."""
     key = _key(request)
     if key is None or fingerprint is None:
         return await run()
     records = idempotency.IdempotencyRecords(request.app.state.store)
+    unsettled = _unsettled(request)
     waited = 0.0
     while True:
+        if unsettled:  # (claims this worker could not end while the database was away; one may be this key's)
+            await run_in_threadpool(unsettled.settle, _is_unavailable)
         try:
             stored = await run_in_threadpool(records.begin, who.tenant, key, fingerprint)
             break
@@ -224,15 +230,42 @@ async def idempotent(request: Request, who: Caller, fingerprint: str | None,
         except SessionStoreError as exc:
             response = problems.from_problem_error(problems.for_store_error(exc))
     except BaseException:
-        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
+        await _end_claim(unsettled, functools.partial(records.release, who.tenant, key, fingerprint))
         raise
     if response.status_code < 500:
         kept = {name: value for name, value in response.headers.items() if name in REPLAYED_HEADERS}
-        await run_in_threadpool(records.finish, who.tenant, key, fingerprint, response.status_code, kept,
+        end = functools.partial(records.finish, who.tenant, key, fingerprint, response.status_code, kept,
                                 bytes(response.body))
     else:
-        await run_in_threadpool(records.release, who.tenant, key, fingerprint)
+        end = functools.partial(records.release, who.tenant, key, fingerprint)
+    await _end_claim(unsettled, end)
     return response
+
+
+def _unsettled(request: Request) -> idempotency.Unsettled:
+    """The worker's claims whose end waits for the database (made with the first keyed request)."""
+    found: idempotency.Unsettled | None = getattr(request.app.state, "unsettled_claims", None)
+    if found is None:
+        found = request.app.state.unsettled_claims = idempotency.Unsettled()
+    return found
+
+
+def _is_unavailable(exc: BaseException) -> bool:
+    return problems.unavailable(exc) is not None
+
+
+async def _end_claim(unsettled: idempotency.Unsettled, end: Callable[[], None]) -> None:
+    """Write the end of a claim (its answer, or its release); when the database has gone away meanwhile,
+    keep it for later (:class:`~sessionstore.service.idempotency.Unsettled`) and answer anyway: a request
+    that was served (its answer below 500) says so, one that was not says 503."""
+    try:
+        await run_in_threadpool(end)
+    except Exception as exc:
+        if not _is_unavailable(exc):
+            raise
+        idempotency.log.warning("an Idempotency-Key's claim is ended later: the database is away (%s)",
+                                type(exc).__name__)
+        unsettled.add(end)
 
 
 async def _read(request: Request) -> tuple[Any, bytes]:
