@@ -705,7 +705,8 @@ class RemoteSessionStore:
         """As :meth:`SessionStore.events <sessionstore.api.SessionStore.events>`, from the session's event
         stream: its entries after seq ``after``, then each new one, until a ``deleted`` event. A dropped
         connection, a server restart or a cut-off is reconnected with ``Last-Event-ID`` (nothing skipped
-        or repeated); ``retries`` failed connections in a row raise ``StoreError``."""
+        or repeated), also through an outage: a 503 is tried again after its ``Retry-After``. Only a failure
+        lasting :data:`FEED_PATIENCE` seconds with nothing received raises ``StoreError``."""
         follow = _Following(session_id, after)
         while True:
             try:
@@ -714,6 +715,7 @@ class RemoteSessionStore:
                     if response.status_code not in (200, *RETRY_STATUSES):
                         response.read()
                         raise _problem_of(response, session_id)
+                    follow.answered(response)
                     for line in response.iter_lines() if response.status_code == 200 else ():
                         event = follow.line(line)
                         if event is not None:
@@ -722,7 +724,7 @@ class RemoteSessionStore:
                                 return
             except (httpx.TransportError, httpx.RemoteProtocolError):
                 pass
-            time.sleep(follow.failed(self.url, self._retries))
+            time.sleep(follow.failed(self.url))
 
 
 class AsyncRemoteSessionStore:
@@ -780,6 +782,7 @@ class AsyncRemoteSessionStore:
                         if response.status_code not in (200, *RETRY_STATUSES):
                             await response.aread()
                             raise _problem_of(response, session_id)
+                        follow.answered(response)
                         async for line in _lines(response):
                             event = follow.line(line)
                             if event is not None:
@@ -788,8 +791,14 @@ class AsyncRemoteSessionStore:
                                     return
                 except (httpx.TransportError, httpx.RemoteProtocolError):
                     pass
-                await asyncio.sleep(follow.failed(store.url, store._retries))
+                await asyncio.sleep(follow.failed(store.url))
 
+
+FEED_PATIENCE = 300.0
+"""Seconds a feed's follower goes on reconnecting while every connection fails (the server restarting, the
+database away) before its ``events`` raises ``StoreError``."""
+FEED_RETRY_AFTER_MAX = 30.0
+"""The longest pause a 503's ``Retry-After`` makes a follower wait before it connects again."""
 
 _FEED_TIMEOUT = httpx.Timeout(30.0, read=60.0)
 """A feed's read timeout: beyond the server's heartbeat (15 s), so a silent connection is a dead one."""
@@ -817,6 +826,8 @@ class _Following:
         self.session_id = session_id
         self.last = after
         self.attempts = 0
+        self.failing_since: float | None = None
+        self.retry_after: float | None = None
         self._kind = "message"
         self._data: list[str] = []
         self._id: str | None = None
@@ -827,13 +838,32 @@ class _Following:
             headers["Last-Event-ID"] = str(self.last)
         return headers
 
-    def failed(self, url: str, retries: int) -> float:
-        """The pause before the next connection; ``StoreError`` after ``retries`` failures in a row."""
+    def answered(self, response: httpx.Response) -> None:
+        """A connection was answered: a stream (the failures so far are over) or a 503 (its ``Retry-After``
+        is the next pause)."""
+        if response.status_code == 200:
+            self.attempts, self.failing_since, self.retry_after = 0, None, None
+            return
+        try:
+            self.retry_after = min(float(response.headers.get("retry-after", "")), FEED_RETRY_AFTER_MAX)
+        except ValueError:
+            self.retry_after = None
+
+    def failed(self, url: str) -> float:
+        """The pause before the next connection (a backoff up to 2 s, or the server's ``Retry-After``);
+        ``StoreError`` once connections have failed for :data:`FEED_PATIENCE` seconds with nothing received."""
+        now = time.monotonic()
+        if self.failing_since is None:
+            self.failing_since = now
         self.attempts += 1
         self._kind, self._data, self._id = "message", [], None
-        if self.attempts > retries:
-            raise errors.StoreError(f"the server at {url} did not answer the events of {self.session_id!r}")
-        return float(min(0.05 * 2 ** self.attempts, 2.0))
+        if now - self.failing_since > FEED_PATIENCE:
+            raise errors.StoreError(f"the server at {url} did not answer the events of {self.session_id!r}"
+                                    f" for {FEED_PATIENCE:g} s")
+        pause = float(min(0.05 * 2 ** self.attempts, 2.0))
+        if self.retry_after is not None:
+            pause, self.retry_after = max(pause, self.retry_after), None
+        return pause
 
     def line(self, line: str) -> SessionEvent | None:
         """Read one line of the stream; the event it completes, if any."""
@@ -854,7 +884,7 @@ class _Following:
         return None
 
     def _event(self, kind: str, data: str, event_id: str | None) -> SessionEvent | None:
-        self.attempts = 0
+        self.attempts, self.failing_since = 0, None
         if kind == "entry" and event_id is not None:
             seq = int(event_id)
             if self.last is not None and seq <= self.last:

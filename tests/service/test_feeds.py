@@ -340,31 +340,45 @@ def test_the_tenant_feed_carries_its_sessions_changes(api: httpx.Client, open_fe
 
 def test_a_feed_resumes_where_it_was_after_the_server_restarts(
         service_db_url: str, tmp_path: Path, feed_server: Server, token: str) -> None:
-    """A server restarted on the same database: the client reconnects with Last-Event-ID by itself and
-    gets the entries appended meanwhile (by the library, with no server up), none twice."""
+    """A server restarted on the same database, down for longer than the client's request retries last:
+    the client reconnects with Last-Event-ID by itself and gets the entries appended meanwhile (by the
+    library, with no server up), none twice."""
     from sessionstore.api import SessionStore
     from sessionstore.client import RemoteSessionStore
+    from sessionstore.store.records import SessionEvent
 
     port = free_port()
     first = launch(service_db_url, tmp_path / "one.log", port=port)
-    remote = RemoteSessionStore(first.base_url, token, tenant="default", retries=100)
+    remote = RemoteSessionStore(first.base_url, token, tenant="default", retries=2)
     sid = remote.create_session(cwd="/restart")
     remote.append_custom(sid, "tick", {"n": 0})
     events = remote.events(sid)
     got = [next(events)]
+    arrived: queue.Queue[object] = queue.Queue()
+
+    def read_on() -> None:  # (the follower is reading, so reconnecting, all through the restart)
+        try:
+            for event in events:
+                arrived.put(event)
+        except Exception as exc:
+            arrived.put(exc)
+
+    reader = threading.Thread(target=read_on, daemon=True)
+    reader.start()
     first.stop()
     with SessionStore(service_db_url) as local:
         for n in (1, 2):
             local.append_custom(sid, "tick", {"n": n})
+    time.sleep(4.0)  # (longer than 2 request retries' backoff: the follower goes on by time, not by count)
     second = launch(service_db_url, tmp_path / "two.log", port=port)
     try:
-        got += [next(events), next(events)]
+        got += [arrived.get(timeout=30), arrived.get(timeout=30)]
         remote.append_custom(sid, "tick", {"n": 3})
-        got.append(next(events))
-        assert [(e.kind, e.seq, e.entry["data"]["n"]) for e in got if e.entry] == \
+        got.append(arrived.get(timeout=30))
+        assert all(isinstance(e, SessionEvent) for e in got), got
+        assert [(e.kind, e.seq, e.entry["data"]["n"]) for e in got if isinstance(e, SessionEvent) and e.entry] == \
             [("entry", n, {"n": n}["n"]) for n in range(4)]
     finally:
-        events.close()
         remote.close()
         second.stop()
 
