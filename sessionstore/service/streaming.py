@@ -26,6 +26,8 @@ from anyio import to_thread
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from sessionstore.service import memory
+
 log = logging.getLogger("sessionstore.service")
 
 CHUNK = 64 * 1024
@@ -35,6 +37,10 @@ BUFFERED = 4
 WRITERS = 8
 """Bodies written at once (each holds a worker thread and a database connection while its client reads;
 below the engine's pool of connections, so slow readers never starve the other routes); more wait."""
+
+TRIM_AFTER_BYTES = 1 << 20
+"""A body this large or larger gives the memory its writer freed back to the system when it ends
+(:func:`sessionstore.service.memory.give_back`)."""
 
 _writers: anyio.CapacityLimiter | None = None
 
@@ -114,6 +120,7 @@ class Pipe:
 
     def __init__(self, chunks: Chunks) -> None:
         self.headers: dict[str, str] = {}
+        self.written = 0
         self._chunks = chunks
         self._buffer = bytearray()
 
@@ -125,6 +132,7 @@ class Pipe:
         # copied whole again); only the tail waits in the buffer for the next write.
         rest = memoryview(data).cast("B")
         size = len(rest)
+        self.written += size
         if self._buffer:
             taken = CHUNK - len(self._buffer)
             self._buffer += rest[:taken]
@@ -184,8 +192,12 @@ class PipedResponse(Response):
 
     async def _run_writer(self, pipe: Pipe, chunks: Chunks) -> None:
         def run() -> None:
-            self._write(pipe)
-            pipe.close_out()
+            try:
+                self._write(pipe)
+                pipe.close_out()
+            finally:
+                if pipe.written >= TRIM_AFTER_BYTES:
+                    memory.give_back()
 
         try:
             await to_thread.run_sync(run, limiter=_limiter())
