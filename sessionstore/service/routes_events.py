@@ -60,9 +60,14 @@ def feeds_of(request: Request) -> Feeds:
     return found
 
 
+SHUTDOWN_EVENT = b'event: shutdown\ndata: {}\n\n'
+"""A feed's last event when its worker stops (SIGTERM): the stream then ends, and the subscriber resumes
+from its last id on another worker or after the restart (an ``EventSource`` does by itself)."""
+
+
 class EventStream(Response):
     """A ``text/event-stream`` response of ``chunks`` (``None``: a heartbeat). It ends when the chunks
-    end, the client goes, or the worker shuts down (a last comment). A subscriber that leaves a chunk
+    end, the client goes, or the worker shuts down (a last ``shutdown`` event). A subscriber that leaves a chunk
     untaken for ``grace`` seconds, or that was cut off for falling behind (``cut()`` true) and does not
     take its last event within ``grace`` seconds, has its connection closed."""
 
@@ -111,8 +116,8 @@ class EventStream(Response):
             failed = [t for t in done if t is not draining and not t.cancelled() and t.exception() is not None]
             for task in failed:  # (the database went away mid-stream: the client resumes from its last id)
                 log.warning("a %s feed ended early: %s", self.feed, type(task.exception()).__name__)
-            if draining in done or failed:  # (a last comment, then the end, if the client still reads)
-                last = b": shutting down\n\n" if draining in done else b": reconnect\n\n"
+            if draining in done or failed:  # (a last event or comment, then the end, if the client still reads)
+                last = SHUTDOWN_EVENT if draining in done else b": reconnect\n\n"
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(send({"type": "http.response.body", "body": last, "more_body": False}),
                                            self.grace)
@@ -130,7 +135,7 @@ def _after(last_event_id: str | None, after: int | None) -> int:
 
 
 @router.get("/sessions/{session_id:id}/events", response_class=Response,
-            responses={200: {"description": "Server-Sent Events: entry (id: seq), leaf, deleted, resume",
+            responses={200: {"description": "Server-Sent Events: entry (id: seq), leaf, deleted, resume, shutdown",
                              "content": {EVENT_STREAM: {}}}})
 async def session_events(
     session_id: str, request: Request, store: ReaderStore,
@@ -174,7 +179,7 @@ def _json(value: Any) -> bytes:
 
 
 @router.get("/events", response_class=Response,
-            responses={200: {"description": "Server-Sent Events: session (the ls --json item), deleted",
+            responses={200: {"description": "Server-Sent Events: session (the ls --json item), deleted, shutdown",
                              "content": {EVENT_STREAM: {}}}})
 async def tenant_events(request: Request, store: ReaderStore) -> Any:
     """The caller's tenant's session changes as Server-Sent Events: ``event: session`` with the

@@ -278,6 +278,47 @@ def test_sigterm_lets_the_request_in_flight_finish_refuses_new_ones_and_exits_0(
         assert len(store.entries("in-flight")) == 200
 
 
+@pytest.mark.slow
+def test_sigterm_gives_open_feeds_a_last_shutdown_event_then_ends_them(tmp_path: Path,
+                                                                       start_server: StartServer) -> None:
+    """Both feeds, the session's and the tenant's: a ``shutdown`` event, then the end of the stream (not a
+    cut connection), and the server exits 0; the subscriber resumes from its last id elsewhere."""
+    url = f"sqlite:///{tmp_path / 'feeds.db'}"
+    server = start_server(url, "--no-auth", "--graceful-timeout", "10", "--feed-heartbeat", "0.2")
+    with server.client() as client:
+        sid = client.post("/v1/sessions", json={"cwd": "/"}).json()["id"]
+        client.post(f"/v1/sessions/{sid}/entries", json={"type": "custom", "customType": "t", "data": 1})
+    streams: dict[str, list[str]] = {}
+    opened = threading.Barrier(3)
+
+    def follow(name: str, path: str) -> None:
+        lines: list[str] = []
+        streams[name] = lines
+        with httpx.Client(base_url=server.base_url, timeout=30) as client, \
+                client.stream("GET", path, headers={"Accept": "text/event-stream"}) as response:
+            assert response.status_code == 200
+            opened.wait(10)
+            for line in response.iter_lines():  # (ends cleanly: a cut would raise RemoteProtocolError)
+                lines.append(line)
+            lines.append("<end>")
+
+    readers = [threading.Thread(target=follow, args=("session", f"/v1/sessions/{sid}/events")),
+               threading.Thread(target=follow, args=("tenant", "/v1/events"))]
+    for reader in readers:
+        reader.start()
+    opened.wait(10)
+    time.sleep(0.5)  # (both streams are being served)
+    server.process.send_signal(signal.SIGTERM)
+    for reader in readers:
+        reader.join(20)
+        assert not reader.is_alive()
+    assert server.process.wait(timeout=20) == 0
+    for name, lines in streams.items():
+        assert lines[-4:] == ["event: shutdown", "data: {}", "", "<end>"], (name, lines[-6:])
+    assert "id: 0" in streams["session"]  # (the entry came first)
+    assert "Traceback" not in server.log()
+
+
 # -- the database going away (PostgreSQL) ---------------------------------------------------------------
 class Proxy:
     """A TCP forwarder on 127.0.0.1 to the PostgreSQL server: :meth:`stop` makes the database
