@@ -33,6 +33,7 @@ from sessionstore.models.ids import new_entry_id
 from sessionstore.models.roles import BUILTIN_ROLES, known_roles
 from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire, plain_json
 from sessionstore.store.engine import Durability
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
     from sessionstore.models.content import WireModel
     from sessionstore.store.changes import ChangeHub, SessionFeed
 
-Json = dict[str, Any]
 Leaf = str | None | _Unset
 
 

@@ -31,7 +31,7 @@ from typing import IO, Any, cast
 import httpx
 
 from sessionstore import errors
-from sessionstore.api import ContextResult, Json, Leaf, _selected_model_key, context_of
+from sessionstore.api import ContextResult, Leaf, _selected_model_key, context_of
 from sessionstore.catalog.defaults import HITS_PER_SESSION, SortOrder
 from sessionstore.catalog.search import SearchResult
 from sessionstore.catalog.stats import AllStatsReport, SessionStatsReport, check_group_by
@@ -40,6 +40,7 @@ from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, Compacti
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.timestamps import now_iso
 from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.protocol import etag, segment
 from sessionstore.store import append_rules
 from sessionstore.store.append_rules import message_to_wire

@@ -62,6 +62,7 @@ from sessionstore.api import SessionStore
 from sessionstore.errors import LeafConflictError, SessionNotFoundError
 from sessionstore.models import js
 from sessionstore.models.timestamps import now_ms
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.response_common import zero_usage
 from sessionstore.payloads.response_openai import _response_item
 from sessionstore.wire.codec import dump_line, json_loads
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
 
     AnyRemoteStore = RemoteSessionStore | AsyncRemoteSessionStore
 
-Json = dict[str, Any]
 
 ITEM_FIELD = "openaiAgentsItem"
 """The message field holding the Responses item a message was made from, verbatim."""

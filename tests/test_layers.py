@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,11 @@ def test_every_command_comes_from_exactly_one_command_module_and_is_added_once()
     added = [ast.unparse(node) for node in ast.walk(ast.parse((CLI / "__init__.py").read_text()))
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_command"]
     assert len(added) == len(set(added)) == len(cli.commands), sorted(added)  # one line each, none twice
+
+
+def test_the_json_object_alias_is_declared_once() -> None:
+    """``dict[str, Any]`` as a named alias lives in models/wire.py (``JsonObject``); other modules import
+    it (as ``Json`` where they like) instead of declaring their own copy."""
+    declaring = sorted(path.relative_to(ROOT).as_posix() for path in PACKAGE.rglob("*.py")
+                       if re.search(r"^\w+ = dict\[str, Any\]$", path.read_text(), re.MULTILINE))
+    assert declaring == ["sessionstore/models/wire.py"]

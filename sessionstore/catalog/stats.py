@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models import js
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store.backend import UsageSum
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.wire.codec import json_loads
@@ -46,7 +47,6 @@ from sessionstore.wire.codec import json_loads
 if TYPE_CHECKING:
     from sessionstore.store.entry_store import EntryStore
 
-Json = dict[str, Any]
 GroupBy = Literal["model", "day"]
 GROUP_BY: tuple[GroupBy, ...] = ("model", "day")
 

@@ -26,9 +26,8 @@ from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.models.roles import role_of
 from sessionstore.models.rules import sets_model, sets_thinking_level
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
-
-Json = dict[str, Any]
 
 EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
 """Roles whose ``content`` a non-null context edit replaces (pi's ``projectContextEntry``)."""

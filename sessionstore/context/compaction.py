@@ -18,10 +18,10 @@ from sessionstore.context.system import current_system_message
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.models.roles import role_of
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsjson import js_dumps
 
-Json = dict[str, Any]
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 IMAGE_CHARS = 4_800  # pi: images count as 4,800 chars (1,200 tokens)
 _CUT_POINT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})

@@ -15,9 +15,9 @@ from typing import Any
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.models.roles import PROVIDER_ROLES, registered_role, role_of
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
 
-Json = dict[str, Any]
 TransformContext = Callable[[list[Json]], Any]
 
 COMPACTION_SUMMARY_PREFIX = (

@@ -31,11 +31,10 @@ from sessionstore.context.build import (
 )
 from sessionstore.context.project import ProviderSafe, convert_message
 from sessionstore.models.roles import PROVIDER_ROLES, role_of
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
 from sessionstore.validate.transcript import TranscriptValidation
 from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb, js_item
-
-Json = dict[str, Any]
 
 SPOOL_IN_MEMORY = 8 << 20
 """Bytes of projected messages kept in memory before their temporary file goes to disk."""

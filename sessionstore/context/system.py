@@ -16,8 +16,7 @@ from typing import Any
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.models.roles import role_of
-
-Json = dict[str, Any]
+from sessionstore.models.wire import JsonObject as Json
 
 
 def content_text(content: Any, separator: str = "\n") -> str:

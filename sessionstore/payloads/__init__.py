@@ -33,6 +33,7 @@ from typing import Any, Literal
 from sessionstore.errors import InvalidInputError
 from sessionstore.models.js import json_type
 from sessionstore.models.roles import BUILTIN_ROLES, PROVIDER_ROLES, role_of
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads import anthropic, openai_chat, openai_responses
 from sessionstore.payloads.facts import ModelFacts, model_facts, model_ids, providers, registry_version
 from sessionstore.payloads.responses import (
@@ -49,7 +50,6 @@ __all__ = ["API_BUILDERS", "CacheRetention", "ModelFacts", "anthropic_message_to
            "model_facts", "model_ids", "openai_chat_to_pi", "openai_response_to_pi", "providers", "record_anthropic",
            "record_openai_chat", "record_openai_response", "registry_version"]
 
-Json = dict[str, Any]
 CacheRetention = Literal["short", "long", "none"]
 Builder = Callable[..., Json]
 

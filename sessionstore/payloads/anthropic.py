@@ -9,6 +9,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.facts import ModelFacts
 from sessionstore.payloads.sampling import resolve_strict, tool_parameters
 from sessionstore.payloads.text import (
@@ -20,7 +21,6 @@ from sessionstore.payloads.text import (
 from sessionstore.payloads.transcript import current_tools, leading_system_message, resolve_transcript
 from sessionstore.payloads.transform import split_error_tool_result_images, transform_messages
 
-Json = dict[str, Any]
 ConvertTools = Callable[[Sequence[Json]], list[Json]]
 
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"

@@ -7,11 +7,9 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
 
 from sessionstore.errors import InvalidInputError
-
-Json = dict[str, Any]
+from sessionstore.models.wire import JsonObject as Json
 
 
 @dataclass(frozen=True, slots=True)

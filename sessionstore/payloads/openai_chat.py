@@ -10,6 +10,7 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.facts import ModelFacts
 from sessionstore.payloads.sampling import (
     grammar_input_properties,
@@ -36,7 +37,6 @@ from sessionstore.payloads.transcript import (
 from sessionstore.payloads.transform import transform_messages
 from sessionstore.wire.jsjson import js_dumps
 
-Json = dict[str, Any]
 REASONING_FIELDS = ("reasoning", "reasoning_content", "reasoning_text")
 TOOL_RESULT_BRIDGE = "I have processed the tool results."
 TOOL_IMAGES_CAPTION = "Attached image(s) from tool result:"

@@ -12,6 +12,7 @@ from typing import Any
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.facts import ModelFacts
 from sessionstore.payloads.sampling import (
     grammar_input_properties,
@@ -37,7 +38,6 @@ from sessionstore.payloads.transcript import (
 from sessionstore.payloads.transform import transform_messages
 from sessionstore.wire.jsjson import js_dumps
 
-Json = dict[str, Any]
 TOOL_CALL_PROVIDERS = frozenset(("openai", "openai-codex", "opencode"))
 """Providers whose ``call|item`` tool-call ids are kept as two parts (pi-ai's ``OPENAI_TOOL_CALL_PROVIDERS``)."""
 INCREMENTAL_TOOLS_NOTICE = (

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionstore.models import js
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.anthropic import ACTIVE_EFFORT
 from sessionstore.payloads.response_common import (
-    Json,
     append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,

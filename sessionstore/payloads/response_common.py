@@ -14,9 +14,8 @@ from typing import Any
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.models.timestamps import now_ms
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.facts import ModelFacts, _registry, model_facts
-
-Json = dict[str, Any]
 
 
 def response_json(response: Any, what: str) -> Json:

@@ -12,9 +12,9 @@ from typing import Any
 
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.openai_chat import _reasoning_detail
 from sessionstore.payloads.response_common import (
-    Json,
     append_diagnostic,
     apply_openrouter_cost,
     calculate_cost,

@@ -37,13 +37,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.response_anthropic import anthropic_message_to_pi
 from sessionstore.payloads.response_openai import openai_chat_to_pi, openai_response_to_pi
 
 __all__ = ["MessageAppender", "anthropic_message_to_pi", "openai_chat_to_pi", "openai_response_to_pi",
            "record_anthropic", "record_openai_chat", "record_openai_response"]
 
-Json = dict[str, Any]
 _UNSET: Any = object()
 
 

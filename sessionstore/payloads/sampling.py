@@ -13,8 +13,8 @@ from typing import Any, TypeGuard
 from sessionstore.errors import InvalidInputError
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
+from sessionstore.models.wire import JsonObject as Json
 
-Json = dict[str, Any]
 UnsupportedKeyword = Callable[[str, Any], bool]
 
 

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.text import content_text
 
-Json = dict[str, Any]
 ToolSupport = Literal["none", "additions", "changes"]
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.payloads.facts import ModelFacts
 
-Json = dict[str, Any]
 NormalizeToolCallId = Callable[[str, Json], str]
 """``(id, source assistant message) -> id`` as the target api needs it."""
 

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, cast
 from sessionstore.errors import EntryNotFoundError, InvalidCompactionError, InvalidInputError
 from sessionstore.models.frozen import MAX_JSON_DEPTH, freeze_json, thaw
 from sessionstore.models.wire import AgentMessageDict
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.wire.codec import dump_line, json_loads, within_json_depth
 
 if TYPE_CHECKING:
     from sessionstore.models.content import WireModel
     from sessionstore.store.entry_store import AppendView
 
-Json = dict[str, Any]
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 EDITABLE_ROLES = ("user", "assistant", "toolResult")
 

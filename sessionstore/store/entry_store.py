@@ -32,6 +32,7 @@ from sessionstore.models.ids import random_entry_id
 from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso, now_ms
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store.backend import (
     EntryBrief,
     EntryRow,
@@ -97,7 +98,6 @@ def _modified_time(info: SessionInfo) -> int | None:
 PROGRESS_EVERY = 2_000
 """Entries between two progress calls of an import."""
 
-Json = dict[str, Any]
 
 
 @dataclass(slots=True)

@@ -12,13 +12,13 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.wire.jsjson import JsonPieces, gc_paused, js_dumpb_nested, newline_at
 
 if TYPE_CHECKING:
     from sessionstore.validate import Diagnostic
     from sessionstore.wire.jsonl import SkippedLine
 
-Json = dict[str, Any]
 
 
 class _Unset:

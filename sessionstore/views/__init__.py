@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from sessionstore.errors import InvalidInputError
+from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store.records import UNSET
 from sessionstore.wire.jsjson import js_dumpb
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from sessionstore.models.wire import SessionEntryDict
     from sessionstore.store.records import ImportResult, SessionInfo
 
-Json = dict[str, Any]
 
 
 class Store(Protocol):
