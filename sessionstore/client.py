@@ -194,7 +194,8 @@ def _renamed(exc: errors.JsonlError, name: str) -> errors.JsonlError:
 class RemoteSessionStore:
     """A :class:`~sessionstore.api.SessionStore` on a ``sessionstore serve`` at ``base_url``
     (``http://HOST:PORT``), authenticated by ``token`` (``ss_...``; none for a ``--no-auth`` server).
-    ``retries``: how often a request is tried again after a dropped connection or a 503; ``transport``:
+    ``retries``: how often a request is tried again after a dropped connection or a 503 (a feed followed
+    by :meth:`events` goes on by time instead, :data:`FEED_PATIENCE`); ``transport``:
     an httpx transport (tests). ``sync`` and ``watch_sync`` read a local directory, which a remote store
     has not: they raise ``InvalidInputError``."""
 
