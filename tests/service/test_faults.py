@@ -100,7 +100,10 @@ class Cluster:
         self.dir = Path(tempfile.mkdtemp(prefix="sessionstore-pg-faults-"))
         self.port = free_port()
         root = os.geteuid() == 0
-        self.run_as = ["runuser", "-u", "postgres", "--"] if root else []
+        # (initdb refuses root; runuser is in /usr/sbin, which a minimal PATH may leave out)
+        runuser = shutil.which("runuser", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+        assert runuser or not root, "running as root needs runuser (util-linux) to start PostgreSQL as 'postgres'"
+        self.run_as = [str(runuser), "-u", "postgres", "--"] if root else []
         self.dir.chmod(0o755)
         if root:
             shutil.chown(self.dir, "postgres")
