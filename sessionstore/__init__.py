@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from sessionstore.errors import SessionStoreError as SessionStoreError
     from sessionstore.errors import StoreError as StoreError
     from sessionstore.models.adapters import AgentMessagesAdapter as AgentMessagesAdapter
+    from sessionstore.models.kinds import SessionEntryDict as SessionEntryDict
+    from sessionstore.models.kinds import SessionHeaderDict as SessionHeaderDict
     from sessionstore.models.messages import AssistantMessage as AssistantMessage
     from sessionstore.models.messages import SystemMessage as SystemMessage
     from sessionstore.models.messages import ToolResultMessage as ToolResultMessage
@@ -36,8 +38,6 @@ if TYPE_CHECKING:
     from sessionstore.models.messages import user_message as user_message
     from sessionstore.models.wire import AgentMessageDict as AgentMessageDict
     from sessionstore.models.wire import ProviderMessageDict as ProviderMessageDict
-    from sessionstore.models.wire import SessionEntryDict as SessionEntryDict
-    from sessionstore.models.wire import SessionHeaderDict as SessionHeaderDict
     from sessionstore.store.records import ImportResult as ImportResult
     from sessionstore.store.records import SessionInfo as SessionInfo
     from sessionstore.store.records import TreeNode as TreeNode
@@ -75,8 +75,8 @@ _EXPORTS = {
     "StoreError": "sessionstore.errors",
     "AgentMessageDict": "sessionstore.models.wire",
     "ProviderMessageDict": "sessionstore.models.wire",
-    "SessionEntryDict": "sessionstore.models.wire",
-    "SessionHeaderDict": "sessionstore.models.wire",
+    "SessionEntryDict": "sessionstore.models.kinds",
+    "SessionHeaderDict": "sessionstore.models.kinds",
     "AgentMessagesAdapter": "sessionstore.models.adapters",
     "SessionInfo": "sessionstore.store.records",
     "TreeNode": "sessionstore.store.records",

@@ -59,7 +59,7 @@ from sessionstore.catalog.defaults import DEFAULT_INTERVAL, HITS_PER_SESSION
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan
 from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
-from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.models.wire import AgentMessageDict
 from sessionstore.store.engine import Durability
 from sessionstore.store.records import UNSET, AppendResult, ImportResult, ListOrder, SessionEvent, SessionInfo, TreeNode
 from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from sessionstore.catalog.sync import Progress as SyncProgress
     from sessionstore.catalog.sync import SyncResult
     from sessionstore.models.content import WireModel
+    from sessionstore.models.kinds import SessionEntryDict, SessionHeaderDict
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -604,6 +605,12 @@ class AsyncSessionStore:
         return await self._run(SessionStore.validate, session_id, leaf_id=leaf_id)
 
     # -- appends -------------------------------------------------------------------------------
+    async def append_entry(self, session_id: str, entry: Mapping[str, Any], *, expected_leaf: Leaf = UNSET,
+                           entry_id: str | None = None) -> str:
+        """Append one pi v3 entry object of any kind (see ``SessionStore.append_entry``)."""
+        return await self._run(SessionStore.append_entry, session_id, entry, expected_leaf=expected_leaf,
+                               entry_id=entry_id)
+
     async def append_message(self, session_id: str, message: WireModel | AgentMessageDict | Mapping[str, Any], *,
                              expected_leaf: Leaf = UNSET, entry_id: str | None = None) -> str:
         """Append a message (a model, or wire data checked against its role's shape)."""

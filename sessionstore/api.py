@@ -27,17 +27,15 @@ from sessionstore.context.compaction import (
 )
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
-from sessionstore.errors import EntryNotFoundError, InvalidCompactionError, InvalidInputError, LeafConflictError
+from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models import js
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.roles import BUILTIN_ROLES, known_roles
 from sessionstore.models.timestamps import iso_to_ms, now_iso
-from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict, SessionEntryDict, SessionHeaderDict
+from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict
 from sessionstore.models.wire import JsonObject as Json
-from sessionstore.store import append_rules
-from sessionstore.store.append_rules import message_to_wire, plain_json
 from sessionstore.store.engine import Durability
-from sessionstore.store.entry_store import AppendView, EntryStore, new_header
+from sessionstore.store.entry_store import EntryStore, new_header
 from sessionstore.store.records import (
     UNSET,
     AppendResult,
@@ -60,6 +58,7 @@ if TYPE_CHECKING:
     from sessionstore.catalog.sync import Progress as SyncProgress
     from sessionstore.catalog.sync import SyncResult
     from sessionstore.models.content import WireModel
+    from sessionstore.models.kinds import SessionEntryDict, SessionHeaderDict
     from sessionstore.store.changes import ChangeHub, SessionFeed
 
 Leaf = str | None | _Unset
@@ -224,7 +223,7 @@ class SessionStore:
 
     def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""
-        return cast(SessionHeaderDict, self._entries.header(session_id))
+        return cast("SessionHeaderDict", self._entries.header(session_id))
 
     # -- import / export -----------------------------------------------------------------------
     def import_jsonl(
@@ -274,7 +273,7 @@ class SessionStore:
 
     def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
         """pi's ``getEntry`` (``EntryNotFoundError`` when the session has no such entry)."""
-        return cast(SessionEntryDict, self._entries.entry(session_id, entry_id))
+        return cast("SessionEntryDict", self._entries.entry(session_id, entry_id))
 
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(id, type)`` of the session's entries whose id starts with ``prefix`` (taken
@@ -284,15 +283,15 @@ class SessionStore:
 
     def entries(self, session_id: str) -> list[SessionEntryDict]:
         """pi's ``getEntries``: every entry in append order."""
-        return cast(list[SessionEntryDict], self._entries.entries(session_id))
+        return cast("list[SessionEntryDict]", self._entries.entries(session_id))
 
     def children(self, session_id: str, entry_id: str | None) -> list[SessionEntryDict]:
         """pi's ``getChildren`` (``None``: the roots), in append order."""
-        return cast(list[SessionEntryDict], self._entries.children(session_id, entry_id))
+        return cast("list[SessionEntryDict]", self._entries.children(session_id, entry_id))
 
     def path(self, session_id: str, leaf_id: Leaf = UNSET) -> list[SessionEntryDict]:
         """pi's ``getBranch``: the entries from the root to ``leaf_id`` (default: the leaf)."""
-        return cast(list[SessionEntryDict], self._entries.path(session_id, leaf_id))
+        return cast("list[SessionEntryDict]", self._entries.path(session_id, leaf_id))
 
     def tree(self, session_id: str) -> list[TreeNode]:
         """pi's ``getTree``: roots and children in append order, labels resolved, active path marked."""
@@ -354,6 +353,34 @@ class SessionStore:
         return self.context(session_id, leaf_id=leaf_id).diagnostics
 
     # -- appends -------------------------------------------------------------------------------
+    def append_entry(
+        self,
+        session_id: str,
+        entry: Mapping[str, Any],
+        *,
+        expected_leaf: Leaf = UNSET,
+        entry_id: str | None = None,
+    ) -> str:
+        """Append one pi v3 entry object of any kind at the leaf and move the leaf to it; returns its id.
+
+        ``entry`` holds ``type`` and the kind's fields (``{"type": "label", "targetId": ...}``; a message
+        is ``{"type": "message", "message": {...}}``), and may hold a ``timestamp`` (default: now). It is
+        built and checked by its kind (:mod:`sessionstore.models.kinds`): what the kind refuses raises
+        ``InvalidInputError``, a rule that reads the session its own error (a label's missing target:
+        ``EntryNotFoundError``). Every typed append below is this call. ``entry_id`` defaults to 8 new
+        hex characters, as pi generates them."""
+        return self._append(session_id, entry, expected_leaf=expected_leaf, entry_id=entry_id)
+
+    def _append(self, session_id: str, entry: Mapping[str, Any], *, expected_leaf: Leaf = UNSET,
+                parent_id: Leaf = UNSET, entry_id: str | None = None) -> str:
+        from sessionstore.models.kinds import entry_fields
+
+        fields = entry_fields(entry)
+        if "timestamp" in entry:
+            fields["timestamp"] = entry["timestamp"]
+        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf, parent_id=parent_id,
+                                          entry_id=entry_id)
+
     def append_message(
         self,
         session_id: str,
@@ -364,12 +391,8 @@ class SessionStore:
     ) -> str:
         """Append a message (a model, or wire data checked against its role's shape); ``entry_id``
         defaults to 8 new hex characters, as pi generates them."""
-        return self._entries.append_entry(
-            session_id,
-            {"type": "message", "message": message_to_wire(message)},
-            expected_leaf=expected_leaf,
-            entry_id=entry_id,
-        )
+        return self._append(session_id, {"type": "message", "message": message},
+                            expected_leaf=expected_leaf, entry_id=entry_id)
 
     def append_tool_result(
         self,
@@ -395,27 +418,21 @@ class SessionStore:
     def append_model_change(
         self, session_id: str, *, provider: str, model_id: str, expected_leaf: Leaf = UNSET
     ) -> str:
-        return self._entries.append_entry(
-            session_id,
-            {"type": "model_change", "provider": provider, "modelId": model_id},
-            expected_leaf=expected_leaf,
-        )
+        return self._append(session_id, {"type": "model_change", "provider": provider, "modelId": model_id},
+                            expected_leaf=expected_leaf)
 
     def append_thinking_level_change(
         self, session_id: str, thinking_level: str, *, expected_leaf: Leaf = UNSET
     ) -> str:
-        return self._entries.append_entry(
-            session_id,
-            {"type": "thinking_level_change", "thinkingLevel": thinking_level},
-            expected_leaf=expected_leaf,
-        )
+        return self._append(session_id, {"type": "thinking_level_change", "thinkingLevel": thinking_level},
+                            expected_leaf=expected_leaf)
 
     def append_custom(
         self, session_id: str, custom_type: str, data: Any = None, *, expected_leaf: Leaf = UNSET
     ) -> str:
         """Extension state; never part of the context."""
-        fields = append_rules.entry_fields({"type": "custom", "customType": custom_type, "data": data})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._append(session_id, {"type": "custom", "customType": custom_type, "data": data},
+                            expected_leaf=expected_leaf)
 
     def append_custom_message(
         self,
@@ -428,9 +445,8 @@ class SessionStore:
         expected_leaf: Leaf = UNSET,
     ) -> str:
         """A message injected by an extension; part of the context as a ``custom`` message."""
-        fields = append_rules.entry_fields({"type": "custom_message", "customType": custom_type, "content": content,
-                                            "display": display, "details": details})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._append(session_id, {"type": "custom_message", "customType": custom_type, "content": content,
+                                         "display": display, "details": details}, expected_leaf=expected_leaf)
 
     def append_entries(
         self, session_id: str, entries: Iterable[Mapping[str, Any]], *, expected_leaf: Leaf = UNSET
@@ -447,7 +463,7 @@ class SessionStore:
         ``system``, ``custom``, ``custom_message``, ``label``, ``session_info``, ``model_change``,
         ``thinking_level_change``, ``usage``, ``context_edit``, ``branch_summary``, ``compaction``) as one
         chain at the leaf, atomically. Each is checked and normalised by the rule its typed append uses
-        (``sessionstore.store.append_rules``); a refusal raises that append's error, its text prefixed
+        (``sessionstore.models.kinds``); a refusal raises that append's error, its text prefixed
         with the entry's place (``entries[3]: ...``; a label's or edit's missing target is an
         ``InvalidInputError``). A non-object, a ``session`` header or an unknown type raises
         ``InvalidInputError``. ``id`` (a non-empty string), ``parentId`` and ``timestamp`` may be given
@@ -455,31 +471,30 @@ class SessionStore:
         entry before; the same ids with the same content are a retry that writes nothing, ``written``
         ``False``; a held id otherwise raises ``DuplicateIdError``). A compaction is stored as given (no
         planning, no ``systemMessage`` filled in: :meth:`compact` does that)."""
+        from sessionstore.models.kinds import PLACE_KEYS, entry_fields
+
         fields: list[Json] = []
         for index, entry in enumerate(entries):
             where = f"entries[{index}]."
             try:
-                one = append_rules.entry_fields(entry, where=where)
+                one = entry_fields(entry, where=where)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"entries[{index}]: {exc}") from None
-            one.update((key, entry[key]) for key in append_rules.PLACE_KEYS if key in entry)
+            one.update((key, entry[key]) for key in PLACE_KEYS if key in entry)
             fields.append(one)
-        return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf,
-                                            check=_batch_check, placed=True)
+        return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf, placed=True)
 
     def append_label(
         self, session_id: str, target_id: str, label: str | None = None, *, expected_leaf: Leaf = UNSET
     ) -> str:
         """Label ``target_id`` (which must exist); no ``label`` clears it."""
-        fields = append_rules.entry_fields({"type": "label", "targetId": target_id, "label": label})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
-                                          check=append_rules.check_label)
+        return self._append(session_id, {"type": "label", "targetId": target_id, "label": label},
+                            expected_leaf=expected_leaf)
 
     def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
         """Name the session (the latest name wins; an empty name clears it). As pi 1.6 writes it: every
         run of CR/LF becomes one space, then the name is trimmed."""
-        fields = append_rules.entry_fields({"type": "session_info", "name": name})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._append(session_id, {"type": "session_info", "name": name}, expected_leaf=expected_leaf)
 
     def append_usage(
         self,
@@ -494,9 +509,8 @@ class SessionStore:
     ) -> str:
         """Model usage outside the conversation (pi 1.6's ``usage`` entry, e.g. ``kind="cache_warm"``):
         counted in the session's totals, never part of the context. ``note`` is written only when truthy."""
-        fields = append_rules.entry_fields({"type": "usage", "kind": kind, "provider": provider, "model": model,
-                                            "usage": usage, "note": note})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf)
+        return self._append(session_id, {"type": "usage", "kind": kind, "provider": provider, "model": model,
+                                         "usage": usage, "note": note}, expected_leaf=expected_leaf)
 
     def append_context_edit(
         self,
@@ -513,9 +527,8 @@ class SessionStore:
         The target must be on the active branch and be a ``custom_message`` or a ``message`` of role
         user, assistant or toolResult; anything else is refused with pi's error text. The entry stays
         in the database: the edit is itself an entry, so another branch still sees the original."""
-        fields = append_rules.entry_fields({"type": "context_edit", "targetId": target_id, "replacement": replacement})
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
-                                          check=append_rules.check_context_edit)
+        return self._append(session_id, {"type": "context_edit", "targetId": target_id, "replacement": replacement},
+                            expected_leaf=expected_leaf)
 
     # -- leaf and branches ---------------------------------------------------------------------
     def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
@@ -540,14 +553,9 @@ class SessionStore:
         """Append a ``branch_summary`` child of ``entry_id`` (``None``: a new root) whose ``fromId`` is
         the leaf being left (``"root"`` when there is none), as pi 1.6 stores it, and move the leaf to it."""
         leaf = self.leaf(session_id) if isinstance(expected_leaf, _Unset) else expected_leaf
-        fields: Json = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary}
-        if details is not None:
-            fields["details"] = plain_json(details, "details")
-        if usage is not None:
-            fields["usage"] = plain_json(usage, "usage")
-        if from_hook is not None:
-            fields["fromHook"] = from_hook
-        return self._entries.append_entry(session_id, fields, parent_id=entry_id, expected_leaf=leaf)
+        entry = {"type": "branch_summary", "fromId": leaf if leaf is not None else "root", "summary": summary,
+                 "details": details, "usage": usage, "fromHook": from_hook}
+        return self._append(session_id, entry, parent_id=entry_id, expected_leaf=leaf)
 
     def fork(self, session_id: str, *, leaf_id: Leaf = UNSET, new_session_id: str | None = None) -> str:
         """A new session holding the path root..leaf, as pi 1.6's ``createBranchedSession`` makes it:
@@ -640,28 +648,13 @@ class SessionStore:
             "firstKeptEntryId": first_kept_entry_id,
             "tokensBefore": tokens_before,
         }
-        if details is not None:
-            fields["details"] = plain_json(details, "details")
-        if usage is not None:
-            fields["usage"] = plain_json(usage, "usage")
-        if from_hook is not None:
-            fields["fromHook"] = from_hook
+        fields.update(details=details, usage=usage, fromHook=from_hook)
         # pi 1.6 keeps the prompt in force on the compaction: the system messages of the kept range
         # are no longer sent once it is there.
         system = current_system_message(self.context(session_id, leaf_id=expected_leaf).messages)
         if system is not None:
             fields["systemMessage"] = {**system, "timestamp": iso_to_ms(timestamp)}
-        from pydantic import ValidationError
-
-        from sessionstore.models.entries import CompactionEntry
-        from sessionstore.wire.jsonl import format_validation_error
-
-        try:
-            CompactionEntry.model_validate({**fields, "id": "x", "parentId": None})
-        except ValidationError as exc:
-            raise InvalidInputError(f"bad compaction: {format_validation_error(exc)}") from None
-        return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf,
-                                          check=append_rules.check_first_kept)
+        return self._append(session_id, fields, expected_leaf=expected_leaf)
 
     # -- stats ---------------------------------------------------------------------------------
     def stats(self, session_id: str) -> SessionStatsReport:
@@ -774,15 +767,11 @@ __all__ = ["DEFAULT_TENANT", "ContextResult", "ImportResult", "SessionInfo", "Se
            "message_to_wire"]
 
 
-def _batch_check(view: AppendView, entry: Json) -> None:
-    """The in-transaction rules of one entry of a generic batch, errors naming its place; each of the
-    class the typed append raises (a missing target: ``EntryNotFoundError``, as ``append_label``)."""
-    try:
-        append_rules.check_in_transaction(view, entry)
-    except EntryNotFoundError as exc:
-        raise EntryNotFoundError(exc.session_id, exc.entry_id, where=f"entries[{view.index}]: ") from None
-    except (InvalidInputError, InvalidCompactionError) as exc:
-        raise type(exc)(f"entries[{view.index}]: {exc}") from None
+def message_to_wire(message: WireModel | AgentMessageDict | Mapping[str, Any]) -> AgentMessageDict:
+    """Wire data of a message, checked against its role's shape (``models.kinds.message_to_wire``)."""
+    from sessionstore.models.kinds import message_to_wire as to_wire
+
+    return to_wire(message)
 
 
 def _selected_model_key(entry: Mapping[str, Any]) -> str | None:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import httpx
 
@@ -39,11 +39,8 @@ from sessionstore.context.build import model_of
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan, plan_compaction
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.timestamps import now_iso
-from sessionstore.models.wire import AgentMessageDict, SessionEntryDict, SessionHeaderDict
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.protocol import etag, segment
-from sessionstore.store import append_rules
-from sessionstore.store.append_rules import message_to_wire
 from sessionstore.store.entry_store import new_header
 from sessionstore.store.records import (
     UNSET,
@@ -60,6 +57,9 @@ from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import parse_line
 from sessionstore.wire.jsjson import js_dumpb
 from sessionstore.wire.jsonl import SkippedLine
+
+if TYPE_CHECKING:
+    from sessionstore.models.kinds import SessionEntryDict, SessionHeaderDict
 
 MAX_IDS = 10_000
 """The most ids the entry-ids route returns in one call (``routes_lookup.MAX_IDS``)."""
@@ -333,7 +333,7 @@ class RemoteSessionStore:
         self._stream(self._session_path(session_id, "/export"), buffer, session_id=session_id,
                      params={"format": "jsonl"}, lines=1)
         first = buffer.getvalue().split(b"\n", 1)[0]
-        return cast(SessionHeaderDict, parse_line(first))
+        return cast("SessionHeaderDict", parse_line(first))
 
     # -- import / export -----------------------------------------------------------------------
     def import_jsonl(self, source: str | Path | IO[bytes], *, lenient: bool = False, replace: bool = False,
@@ -471,7 +471,7 @@ class RemoteSessionStore:
     # -- reading the tree ----------------------------------------------------------------------
     def entries(self, session_id: str) -> list[SessionEntryDict]:
         response = self._request("GET", self._session_path(session_id, "/entries"), session_id=session_id)
-        return [cast(SessionEntryDict, parse_line(line)) for line in response.content.split(b"\n") if line.strip()]
+        return [cast("SessionEntryDict", parse_line(line)) for line in response.content.split(b"\n") if line.strip()]
 
     def leaf(self, session_id: str) -> str | None:
         return self.session(session_id).leaf_id
@@ -479,7 +479,7 @@ class RemoteSessionStore:
     def entry(self, session_id: str, entry_id: str) -> SessionEntryDict:
         response = self._request("GET", self._session_path(session_id, f"/entries/{segment(entry_id)}"),
                                  session_id=session_id)
-        return cast(SessionEntryDict, parse_line(response.content.rstrip(b"\n")))
+        return cast("SessionEntryDict", parse_line(response.content.rstrip(b"\n")))
 
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """As the library's, from the entry-ids route (at most its :data:`MAX_IDS` a call)."""
@@ -569,11 +569,17 @@ class RemoteSessionStore:
                        expected_leaf: Leaf = UNSET) -> list[str]:
         return self.append_entries_detailed(session_id, entries, expected_leaf=expected_leaf).ids
 
-    def _append(self, session_id: str, fields: Json, expected_leaf: Leaf, entry_id: str | None = None) -> str:
-        """A typed append: one entry through the append route. Its refusal reads as the library's
-        typed append's, without the batch's ``entries[0]`` place."""
+    def append_entry(self, session_id: str, entry: Mapping[str, Any], *, expected_leaf: Leaf = UNSET,
+                     entry_id: str | None = None) -> str:
+        """As the library's: one entry object, built and checked by its kind here, then through the append
+        route. A refusal reads as the library's, without the batch's ``entries[0]`` place."""
+        from sessionstore.models.kinds import entry_fields
+
+        fields = entry_fields(entry)
+        if "timestamp" in entry:
+            fields["timestamp"] = entry["timestamp"]
         if entry_id is not None:
-            fields = {**fields, "id": entry_id}
+            fields["id"] = entry_id
         try:
             return self.append_entries(session_id, [fields], expected_leaf=expected_leaf)[0]
         except errors.SessionStoreError as exc:
@@ -586,8 +592,8 @@ class RemoteSessionStore:
 
     def append_message(self, session_id: str, message: Any, *, expected_leaf: Leaf = UNSET,
                        entry_id: str | None = None) -> str:
-        wire: AgentMessageDict = message_to_wire(message)
-        return self._append(session_id, {"type": "message", "message": wire}, expected_leaf, entry_id)
+        return self.append_entry(session_id, {"type": "message", "message": message}, expected_leaf=expected_leaf,
+                                 entry_id=entry_id)
 
     def append_tool_result(self, session_id: str, *, tool_call_id: str, tool_name: str, content: str | list[Any],
                            is_error: bool = False, details: Any = None, expected_leaf: Leaf = UNSET) -> str:
@@ -599,44 +605,44 @@ class RemoteSessionStore:
 
     def append_model_change(self, session_id: str, *, provider: str, model_id: str,
                             expected_leaf: Leaf = UNSET) -> str:
-        return self._append(session_id, {"type": "model_change", "provider": provider, "modelId": model_id},
-                            expected_leaf)
+        return self.append_entry(session_id, {"type": "model_change", "provider": provider, "modelId": model_id},
+                                 expected_leaf=expected_leaf)
 
     def append_thinking_level_change(self, session_id: str, thinking_level: str, *,
                                      expected_leaf: Leaf = UNSET) -> str:
-        return self._append(session_id, {"type": "thinking_level_change", "thinkingLevel": thinking_level},
-                            expected_leaf)
+        return self.append_entry(session_id, {"type": "thinking_level_change", "thinkingLevel": thinking_level},
+                                 expected_leaf=expected_leaf)
 
     def append_custom(self, session_id: str, custom_type: str, data: Any = None, *,
                       expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "custom", "customType": custom_type, "data": data})
-        return self._append(session_id, fields, expected_leaf)
+        return self.append_entry(session_id, {"type": "custom", "customType": custom_type, "data": data},
+                                 expected_leaf=expected_leaf)
 
     def append_custom_message(self, session_id: str, custom_type: str, content: str | list[Any], *,
                               display: bool = True, details: Any = None, expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "custom_message", "customType": custom_type, "content": content,
-                                            "display": display, "details": details})
-        return self._append(session_id, fields, expected_leaf)
+        return self.append_entry(session_id, {"type": "custom_message", "customType": custom_type, "content": content,
+                                            "display": display, "details": details},
+                                 expected_leaf=expected_leaf)
 
     def append_label(self, session_id: str, target_id: str, label: str | None = None, *,
                      expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "label", "targetId": target_id, "label": label})
-        return self._append(session_id, fields, expected_leaf)
+        return self.append_entry(session_id, {"type": "label", "targetId": target_id, "label": label},
+                                 expected_leaf=expected_leaf)
 
     def append_session_info(self, session_id: str, name: str, *, expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "session_info", "name": name})
-        return self._append(session_id, fields, expected_leaf)
+        return self.append_entry(session_id, {"type": "session_info", "name": name},
+                                 expected_leaf=expected_leaf)
 
     def append_usage(self, session_id: str, *, kind: str, provider: str, model: str, usage: Mapping[str, Any],
                      note: str | None = None, expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "usage", "kind": kind, "provider": provider, "model": model,
-                                            "usage": usage, "note": note})
-        return self._append(session_id, fields, expected_leaf)
+        return self.append_entry(session_id, {"type": "usage", "kind": kind, "provider": provider, "model": model,
+                                            "usage": usage, "note": note},
+                                 expected_leaf=expected_leaf)
 
     def append_context_edit(self, session_id: str, target_id: str, replacement: Mapping[str, Any] | None, *,
                             expected_leaf: Leaf = UNSET) -> str:
-        fields = append_rules.entry_fields({"type": "context_edit", "targetId": target_id, "replacement": replacement})
-        return self._append(session_id, fields, expected_leaf)
+        edit = {"type": "context_edit", "targetId": target_id, "replacement": replacement}
+        return self.append_entry(session_id, edit, expected_leaf=expected_leaf)
 
     # -- leaf and branches ---------------------------------------------------------------------
     def branch(self, session_id: str, entry_id: str, *, expected_leaf: Leaf = UNSET) -> None:
@@ -657,7 +663,9 @@ class RemoteSessionStore:
         for key, value in (("details", details), ("usage", usage), ("fromHook", from_hook)):
             if value is not None:
                 fields[key] = value
-        fields = append_rules.entry_fields(fields)
+        from sessionstore.models.kinds import entry_fields
+
+        fields = entry_fields(fields)
         if entry_id is None:
             self.reset_leaf(session_id, expected_leaf=leaf)
         else:

@@ -269,7 +269,8 @@ def test_append_context_edit_usage_and_label_go_through_the_api_checks(run) -> N
 
 def test_every_typed_append_goes_through_its_api_method(run) -> None:  # type: ignore[no-untyped-def]
     """model_change, thinking_level_change, custom, custom_message, session_info and branch_summary
-    appends run the API's checks and its pi 1.6 rules, as the labels and edits above do."""
+    appends run their kind's checks and its pi 1.6 rules (the one append_entry call), as the labels and
+    edits above do; a value of the wrong JSON type is refused, not converted."""
     sid = run("new", "--cwd", "/w").stdout.strip()
     run("append", sid, input=json.dumps(user("hi")))
 
@@ -290,9 +291,13 @@ def test_every_typed_append_goes_through_its_api_method(run) -> None:  # type: i
                       input=json.dumps({"customType": "x", "content": "c", "display": "yes"}))
     assert bad_display.exit_code == 2 and "display" in bad_display.stderr
     leaf = run("append", sid, "--type", "custom_message", input=json.dumps({"customType": "x", "content": "c"}))
-    summary = run("append", sid, "--type", "branch_summary", input=json.dumps({"summary": "s", "fromId": "ignored"}))
-    stored = show(summary.stdout.strip())
-    assert stored["fromId"] == leaf.stdout.strip() and stored["parentId"] == leaf.stdout.strip()
+    summary = run("append", sid, "--type", "branch_summary", input=json.dumps({"summary": "s", "fromId": "abandoned"}))
+    stored = show(summary.stdout.strip())  # the entry as given (pi's type requires fromId), at the leaf
+    assert stored["fromId"] == "abandoned" and stored["parentId"] == leaf.stdout.strip()
+    no_from = run("append", sid, "--type", "branch_summary", input=json.dumps({"summary": "s"}))
+    assert no_from.exit_code == 2 and "fromId" in no_from.stderr
+    unplanned = run("append", sid, "--type", "compaction", input=json.dumps({"summary": "s", "tokensBefore": 1}))
+    assert unplanned.exit_code == 2 and "sessionstore compact" in unplanned.stderr
 
 
 def test_rm_refuses_short_prefixes_and_asks_for_yes_off_a_terminal(run: Any, store: SessionStore) -> None:

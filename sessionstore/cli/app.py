@@ -203,7 +203,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, MemoryError):
         return "out of memory", 2
     if _is_validation_error(exc):  # a library check that did not say it in its own words
-        from sessionstore.wire.jsonl import format_validation_error
+        from sessionstore.models.problems import format_validation_error
 
         return f"invalid input: {format_validation_error(exc)}", 2  # type: ignore[arg-type]
     message = str(exc).strip()
@@ -615,12 +615,12 @@ def _close(ctx: click.Context) -> None:
 
 
 if TYPE_CHECKING:  # generic from click 8.2 on; plain before
-    _StrParam = click.ParamType[str]
+    StrParam = click.ParamType[str]
 else:
-    _StrParam = click.ParamType
+    StrParam = click.ParamType
 
 
-class Utf8Text(_StrParam):
+class Utf8Text(StrParam):
     """A command-line string that can be stored: one whose bytes were UTF-8 (Python keeps bytes that
     are not as lone surrogates, which no database and no JSON file can hold)."""
 

@@ -250,6 +250,11 @@ def describe_entry(entry: dict[str, Any]) -> str:
         return f"custom {shown(entry.get('customType'))}"
     if kind == "custom_message":
         return f"custom message {shown(entry.get('customType'))}"
+    if kind == "context_edit":
+        target = shown(entry.get("targetId"))
+        return f"context edit: {target} omitted" if entry.get("replacement") is None else f"context edit of {target}"
+    if kind == "usage":
+        return f"usage {shown(entry.get('kind'))} ({shown(entry.get('provider'))}/{shown(entry.get('model'))})"
     return shown(kind)
 
 

@@ -16,6 +16,7 @@ from sessionstore.cli.app import (
     TEXT,
     Ctx,
     DatabaseProblem,
+    StrParam,
     ctx_exit,
     describe,
     emit_json,
@@ -32,8 +33,9 @@ from sessionstore.cli.app import (
     say,
 )
 from sessionstore.errors import BackendUnavailableError, SchemaError, SessionExistsError, SessionStoreError, StoreError
+from sessionstore.models.kind_names import kind_names
 from sessionstore.models.timestamps import now_ms
-from sessionstore.store.records import UNSET, _Unset
+from sessionstore.store.records import UNSET
 from sessionstore.views import compaction_plan, import_exists_item, import_failed_item, import_item
 from sessionstore.wire.jsjson import js_dumpb
 
@@ -187,10 +189,10 @@ def new(ctx: Ctx, cwd: str | None, session_id: str | None, as_json: bool) -> Non
     emit_json({"sessionId": sid}) if as_json else say(sid)
 
 
-def _shortcut_message(user_text: str | None, assistant_text: str | None, model_name: str, custom_type: str | None,
+def _shortcut_entry(user_text: str | None, assistant_text: str | None, model_name: str, custom_type: str | None,
                       custom_text: str | None, bash_command: str | None, bash_output: Any,
                       exit_code: int | None) -> dict[str, Any] | None:
-    """The message ``append``'s options write (``None`` without any); one of them at a time."""
+    """The entry ``append``'s options write (``None`` without any); one of them at a time."""
     given = [name for name, value in (("--user", user_text), ("--assistant", assistant_text),
                                       ("--custom", custom_type), ("--bash", bash_command)) if value is not None]
     if len(given) > 1:
@@ -201,34 +203,48 @@ def _shortcut_message(user_text: str | None, assistant_text: str | None, model_n
         fail("--output and --exit-code go with --bash")
     now = now_ms()
     if user_text is not None:
-        return {"role": "user", "content": user_text, "timestamp": now}
+        return _message({"role": "user", "content": user_text, "timestamp": now})
     if assistant_text is not None:
         provider, slash, model = model_name.partition("/")
         if not slash or not provider or not model:
             fail(f"--model: expected PROVIDER/ID, got {render.safe_line(model_name)}")
         zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
-        return {"role": "assistant", "content": [{"type": "text", "text": assistant_text}], "api": "manual",
-                "provider": provider, "model": model, "usage": zero, "stopReason": "stop", "timestamp": now}
+        return _message({"role": "assistant", "content": [{"type": "text", "text": assistant_text}], "api": "manual",
+                         "provider": provider, "model": model, "usage": zero, "stopReason": "stop", "timestamp": now})
     if custom_type is not None:
-        return {"role": "custom", "customType": custom_type, "content": custom_text}
+        return {"type": "custom_message", "customType": custom_type, "content": custom_text, "display": True}
     if bash_command is not None:
         raw = bash_output.read() if bash_output is not None else b""
         output = raw.decode("utf-8", "replace")
-        return {"role": "bashExecution", "command": bash_command, "output": output,
-                "exitCode": exit_code, "cancelled": False, "truncated": False, "timestamp": now}
+        return _message({"role": "bashExecution", "command": bash_command, "output": output,
+                         "exitCode": exit_code, "cancelled": False, "truncated": False, "timestamp": now})
     return None
 
 
-APPEND_TYPES = ["message", "model_change", "thinking_level_change", "custom", "custom_message", "label",
-                "session_info", "compaction", "branch_summary", "context_edit", "usage"]
+def _message(message: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "message", "message": message}
+
+
+class EntryTypeParam(StrParam):
+    """An entry kind (``models.kind_names``: read without building the kinds' models, a writer's cost)."""
+
+    name = "type"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "[" + "|".join(kind_names()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value not in kind_names():
+            self.fail(f"{value!r} is not one of {', '.join(kind_names())}", param, ctx)
+        return str(value)
 
 
 @click.command()
 @click.argument("session", type=TEXT)
 @click.argument("source", default="-", type=click.File("rb"))
-@click.option("--type", "kind", type=click.Choice(APPEND_TYPES), default="message", show_default=True,
-              help="Entry type; for 'message' the JSON is the message itself.")
+@click.option("--type", "kind", type=EntryTypeParam(), default="message", show_default=True,
+              help="Entry type; for 'message' the JSON is the message itself, else the entry's fields.")
 @click.option("--user", "user_text", metavar="TEXT", default=None, type=TEXT, help="Append a user message.")
 @click.option("--assistant", "assistant_text", metavar="TEXT", default=None, type=TEXT,
               help="Append an assistant message (of --model).")
@@ -251,7 +267,11 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None
            model_name: str, custom_type: str | None, custom_text: str | None, bash_command: str | None,
            bash_output: Any, exit_code: int | None, expected_leaf: str | None, as_json: bool) -> None:
     """Append an entry read as JSON from SOURCE (a file, or stdin by default), or written from the
-    options; print its id. Timestamps are filled in (a message's JSON without one gets the time now).
+    options; print its id. The entry is checked by its type's rules, as the API's append_entry
+    checks it. Timestamps are filled in (a message's JSON without one gets the time now).
+
+    A compaction is stored as given (it needs firstKeptEntryId and tokensBefore); 'sessionstore
+    compact' plans one.
 
     \b
     Examples:
@@ -260,78 +280,21 @@ def append(ctx: Ctx, session: str, source: Any, kind: str, user_text: str | None
       echo '{"role": "user", "content": "hi"}' | sessionstore append 0194c2a1
       echo '{"customType": "note", "data": {"k": 1}}' | sessionstore append 0194c2a1 --type custom
     """
-    shortcut = _shortcut_message(user_text, assistant_text, model_name, custom_type, custom_text, bash_command,
+    shortcut = _shortcut_entry(user_text, assistant_text, model_name, custom_type, custom_text, bash_command,
                                  bash_output, exit_code)
     if shortcut is not None and kind != "message":
         fail("--user, --assistant, --custom and --bash append messages: leave out --type")
-    if shortcut is None:
+    if shortcut is not None:
+        entry = shortcut
+    else:
         if getattr(source, "name", None) == "<stdin>" and sys.stdin.isatty():
             say("reading the entry's JSON from the terminal; end it with Ctrl-D (or use --user TEXT)", err=True)
         data = read_json_object(source.read())
-    else:
-        data = shortcut
+        entry = _message({**data, "timestamp": data.get("timestamp", now_ms())}) if kind == "message" \
+            else {**data, "type": kind}
     sid = ctx.session_id(session)
-    store = ctx.store
-    if shortcut is not None and shortcut.get("role") == "custom":
-        entry_id = store.append_custom_message(sid, str(data["customType"]), data["content"],
-                                               expected_leaf=_expected(expected_leaf))
-    elif kind == "message":
-        if "timestamp" not in data:
-            data = {**data, "timestamp": now_ms()}
-        entry_id = store.append_message(sid, data, expected_leaf=_expected(expected_leaf))
-    elif kind == "compaction":
-        entry_id = store.compact(
-            sid,
-            summary=data.get("summary", ""),
-            first_kept_entry_id=data.get("firstKeptEntryId"),
-            tokens_before=data.get("tokensBefore"),
-            details=data.get("details"),
-            expected_leaf=_expected(expected_leaf),
-        )
-    elif kind == "context_edit":
-        if "replacement" not in data:
-            fail('a context_edit needs "replacement": null (omit the target) or {"content": ...}')
-        entry_id = store.append_context_edit(sid, _text_field(data, "targetId"), data["replacement"],
-                                             expected_leaf=_expected(expected_leaf))
-    elif kind == "usage":
-        entry_id = store.append_usage(
-            sid, kind=_text_field(data, "kind"), provider=_text_field(data, "provider"),
-            model=_text_field(data, "model"), usage=data.get("usage") or {}, note=data.get("note"),
-            expected_leaf=_expected(expected_leaf),
-        )
-    elif kind == "label":
-        label = data.get("label")
-        entry_id = store.append_label(sid, _text_field(data, "targetId"), label if isinstance(label, str) else None,
-                                      expected_leaf=_expected(expected_leaf))
-    elif kind == "model_change":
-        entry_id = store.append_model_change(
-            sid, provider=_text_field(data, "provider"), model_id=_text_field(data, "modelId"),
-            expected_leaf=_expected(expected_leaf))
-    elif kind == "thinking_level_change":
-        entry_id = store.append_thinking_level_change(sid, _text_field(data, "thinkingLevel"),
-                                                      expected_leaf=_expected(expected_leaf))
-    elif kind == "custom":
-        entry_id = store.append_custom(sid, _text_field(data, "customType"), data.get("data"),
-                                       expected_leaf=_expected(expected_leaf))
-    elif kind == "custom_message":
-        content = data.get("content")
-        if not isinstance(content, str | list):
-            fail('the JSON needs "content": a string or a list of content blocks')
-        display = data.get("display", True)
-        if not isinstance(display, bool):
-            fail('"display" must be true or false')
-        entry_id = store.append_custom_message(sid, _text_field(data, "customType"), content, display=display,
-                                               details=data.get("details"), expected_leaf=_expected(expected_leaf))
-    elif kind == "session_info":
-        entry_id = store.append_session_info(sid, _text_field(data, "name"), expected_leaf=_expected(expected_leaf))
-    else:  # branch_summary: a summary of the branch left, appended at the leaf (pi's branchWithSummary)
-        leaf = _expected(expected_leaf)
-        at = store.leaf(sid) if isinstance(leaf, _Unset) else leaf
-        from_hook = data.get("fromHook")
-        entry_id = store.branch_with_summary(
-            sid, at, _text_field(data, "summary"), details=data.get("details"), usage=data.get("usage"),
-            from_hook=from_hook if isinstance(from_hook, bool) else None, expected_leaf=at)
-    warnings = _role_warnings(data) if kind == "message" else []
+    entry_id = ctx.store.append_entry(sid, entry, expected_leaf=_expected(expected_leaf))
+    warnings = _role_warnings(entry["message"]) if entry["type"] == "message" else []
     for warning in warnings:
         say(f"warning: {warning}", err=True)
     if as_json:
@@ -351,13 +314,6 @@ def _role_warnings(message: dict[str, Any]) -> list[str]:
     known = ", ".join(sorted(known_roles()))
     return [f"role {render.safe_line(js_dumpb(role).decode())} is not a known role ({known};"
             " an application adds one with register_role): stored as given"]
-
-
-def _text_field(data: dict[str, Any], key: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str):
-        fail(f'the JSON needs a string "{key}"')
-    return str(value)
 
 
 @click.command()

@@ -2,8 +2,10 @@
 pydantic models (content, messages, entries) and the one adapter between them
 (:mod:`~sessionstore.models.adapters`).
 
-The TypedDicts are imported eagerly (they cost nothing); the adapters, which build pydantic
-validators, on first use, so that modules needing only the wire shapes stay cheap to import.
+The message and content TypedDicts are imported eagerly (they cost nothing); the entry kinds
+(:mod:`~sessionstore.models.kinds`, each kind's TypedDict beside its pydantic model) and the
+adapters, which build pydantic validators, on first use, so that modules needing only the wire
+shapes stay cheap to import.
 """
 
 from __future__ import annotations
@@ -17,40 +19,25 @@ from sessionstore.models.wire import (
     AssistantContentBlockDict,
     AssistantMessageDict,
     BashExecutionMessageDict,
-    BranchSummaryEntryDict,
     BranchSummaryMessageDict,
-    CompactionEntryDict,
     CompactionSummaryMessageDict,
     ContentBlockDict,
-    ContextEditEntryDict,
-    ContextEditReplacementDict,
     CostDict,
-    CustomEntryDict,
     CustomMessageDict,
-    CustomMessageEntryDict,
-    FileEntryDict,
     ImageContentDict,
     JsonObject,
     JsonValue,
-    LabelEntryDict,
-    MessageEntryDict,
-    ModelChangeEntryDict,
     ProviderMessageDict,
-    SessionEntryDict,
-    SessionHeaderDict,
-    SessionInfoEntryDict,
     StopReason,
     SystemMessageDict,
     TextContentDict,
     ThinkingContentDict,
-    ThinkingLevelChangeEntryDict,
     ToolCallDict,
     ToolDict,
     ToolReferenceDict,
     ToolResultContentBlockDict,
     ToolResultMessageDict,
     UsageDict,
-    UsageEntryDict,
     UserContentBlockDict,
     UserMessageDict,
 )
@@ -65,6 +52,7 @@ if TYPE_CHECKING:
     from sessionstore.models.adapters import SessionEntryAdapter as SessionEntryAdapter
     from sessionstore.models.adapters import message_dicts as message_dicts
     from sessionstore.models.adapters import message_models as message_models
+    from sessionstore.models.kinds import *  # noqa: F403  (the kinds' TypedDicts and models, resolved lazily below)
 
 _LAZY = frozenset({
     "AgentMessage",
@@ -80,12 +68,17 @@ _LAZY = frozenset({
 
 
 def __getattr__(name: str) -> Any:
+    if name.endswith("EntryDict") or name in ("SessionHeaderDict", "ContextEditReplacementDict"):
+        kinds = import_module("sessionstore.models.kinds")  # (each kind's TypedDict beside its model)
+        if name in kinds.__all__:
+            return getattr(kinds, name)
     if name in _LAZY:
         return getattr(import_module("sessionstore.models.adapters"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
+__all__ = [  # (and, resolved on first use, the entry kinds' names: sessionstore.models.kinds.__all__)
+
     "OPAQUE",
     "AgentMessage",
     "AgentMessageAdapter",
@@ -94,44 +87,29 @@ __all__ = [
     "AssistantContentBlockDict",
     "AssistantMessageDict",
     "BashExecutionMessageDict",
-    "BranchSummaryEntryDict",
     "BranchSummaryMessageDict",
     "BuiltinAgentMessageAdapter",
-    "CompactionEntryDict",
     "CompactionSummaryMessageDict",
     "ContentBlockAdapter",
     "ContentBlockDict",
-    "ContextEditEntryDict",
-    "ContextEditReplacementDict",
     "CostDict",
-    "CustomEntryDict",
     "CustomMessageDict",
-    "CustomMessageEntryDict",
-    "FileEntryDict",
     "ImageContentDict",
     "JsonObject",
     "JsonValue",
-    "LabelEntryDict",
-    "MessageEntryDict",
-    "ModelChangeEntryDict",
     "ProviderMessageAdapter",
     "ProviderMessageDict",
     "SessionEntryAdapter",
-    "SessionEntryDict",
-    "SessionHeaderDict",
-    "SessionInfoEntryDict",
     "StopReason",
     "SystemMessageDict",
     "TextContentDict",
     "ThinkingContentDict",
-    "ThinkingLevelChangeEntryDict",
     "ToolCallDict",
     "ToolDict",
     "ToolReferenceDict",
     "ToolResultContentBlockDict",
     "ToolResultMessageDict",
     "UsageDict",
-    "UsageEntryDict",
     "UserContentBlockDict",
     "UserMessageDict",
     "message_dicts",

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import PlainSerializer, PlainValidator, TypeAdapter
 
 from sessionstore.models.content import CONTENT_BLOCK_ADAPTER, WireModel
-from sessionstore.models.entries import ENTRY_ADAPTER
+from sessionstore.models.kinds import ENTRY_ADAPTER
 from sessionstore.models.messages import (
     BUILTIN_MESSAGE_ADAPTER,
     PROVIDER_MESSAGE_ADAPTER,

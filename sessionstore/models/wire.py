@@ -1,4 +1,5 @@
-"""pi 1.6's wire shapes as TypedDicts: content blocks, messages, entries (SPEC 1-3, 12).
+"""pi 1.6's wire shapes as TypedDicts: content blocks and messages (SPEC 1-2, 12); each entry kind's
+TypedDict is in its module of :mod:`sessionstore.models.kinds`.
 
 These are the types of the plain JSON data the store takes and returns (camelCase keys exactly as
 pi writes them); the pydantic models in this package are the typed view of the same data, and
@@ -229,161 +230,31 @@ MESSAGE_DICTS: dict[str, type[Any]] = {
 """Built-in role -> its TypedDict."""
 
 
-# -- session entries and the file header (SPEC 3, 12.3) -----------------------------------------------
-class SessionHeaderDict(TypedDict):
-    type: Literal["session"]
-    version: NotRequired[int | float]  # absent in v1 files
-    id: str
-    timestamp: str
-    cwd: str
-    parentSession: NotRequired[str]
-
-
-class _EntryBaseDict(TypedDict):
-    id: str
-    parentId: str | None
-    timestamp: str  # ISO 8601
-
-
-class MessageEntryDict(_EntryBaseDict):
-    type: Literal["message"]
-    message: AgentMessageDict
-
-
-class ThinkingLevelChangeEntryDict(_EntryBaseDict):
-    type: Literal["thinking_level_change"]
-    thinkingLevel: str
-
-
-class ModelChangeEntryDict(_EntryBaseDict):
-    type: Literal["model_change"]
-    provider: str
-    modelId: str
-
-
-class CompactionEntryDict(_EntryBaseDict):
-    type: Literal["compaction"]
-    summary: str
-    firstKeptEntryId: NotRequired[str]  # pi 1.6 always writes it; v1 files whose index named no entry lack it
-    tokensBefore: int | float
-    details: NotRequired[JsonValue]
-    usage: NotRequired[UsageDict]
-    fromHook: NotRequired[bool]
-    systemMessage: NotRequired[SystemMessageDict]
-
-
-class BranchSummaryEntryDict(_EntryBaseDict):
-    type: Literal["branch_summary"]
-    fromId: str | None  # pi writes a string ("root" for the root); older files hold null
-    summary: str
-    details: NotRequired[JsonValue]
-    usage: NotRequired[UsageDict]
-    fromHook: NotRequired[bool]
-
-
-class CustomEntryDict(_EntryBaseDict):
-    type: Literal["custom"]
-    customType: str
-    data: NotRequired[JsonValue]
-
-
-class CustomMessageEntryDict(_EntryBaseDict):
-    type: Literal["custom_message"]
-    customType: str
-    content: str | list[UserContentBlockDict]
-    details: NotRequired[JsonValue]
-    display: bool
-
-
-class LabelEntryDict(_EntryBaseDict):
-    type: Literal["label"]
-    targetId: str
-    label: NotRequired[str | None]  # absent (or empty) clears
-
-
-class SessionInfoEntryDict(_EntryBaseDict):
-    type: Literal["session_info"]
-    name: NotRequired[str | None]
-
-
-class ContextEditReplacementDict(TypedDict):
-    content: str | list[ContentBlockDict]  # the content of the target's message
-
-
-class ContextEditEntryDict(_EntryBaseDict):
-    type: Literal["context_edit"]
-    targetId: str
-    replacement: ContextEditReplacementDict | None  # null omits the target from the context
-
-
-class UsageEntryDict(_EntryBaseDict):
-    type: Literal["usage"]
-    kind: str  # pi writes "cache_warm"
-    provider: str
-    model: str
-    usage: UsageDict
-    note: NotRequired[str]
-
-
-SessionEntryDict = (
-    MessageEntryDict
-    | ThinkingLevelChangeEntryDict
-    | ModelChangeEntryDict
-    | CompactionEntryDict
-    | BranchSummaryEntryDict
-    | CustomEntryDict
-    | CustomMessageEntryDict
-    | LabelEntryDict
-    | SessionInfoEntryDict
-    | ContextEditEntryDict
-    | UsageEntryDict
-)
-"""An entry of a known type. Entries of unknown types are kept too (any mapping with ``id``,
-``parentId``, ``timestamp`` and a string ``type``)."""
-
-FileEntryDict = SessionHeaderDict | SessionEntryDict
-"""A line of a session file: the header or an entry."""
-
 __all__ = [
     "OPAQUE",
     "AgentMessageDict",
     "AssistantContentBlockDict",
     "AssistantMessageDict",
     "BashExecutionMessageDict",
-    "BranchSummaryEntryDict",
     "BranchSummaryMessageDict",
-    "CompactionEntryDict",
     "CompactionSummaryMessageDict",
     "ContentBlockDict",
-    "ContextEditEntryDict",
-    "ContextEditReplacementDict",
     "CostDict",
-    "CustomEntryDict",
     "CustomMessageDict",
-    "CustomMessageEntryDict",
-    "FileEntryDict",
     "ImageContentDict",
     "JsonObject",
     "JsonValue",
-    "LabelEntryDict",
-    "MessageEntryDict",
-    "ModelChangeEntryDict",
     "ProviderMessageDict",
-    "SessionEntryDict",
-    "SessionHeaderDict",
-    "SessionInfoEntryDict",
     "StopReason",
     "SystemMessageDict",
     "TextContentDict",
     "ThinkingContentDict",
-    "ThinkingLevelChangeEntryDict",
     "ToolCallDict",
     "ToolDict",
     "ToolReferenceDict",
     "ToolResultContentBlockDict",
     "ToolResultMessageDict",
     "UsageDict",
-    "UsageEntryDict",
     "UserContentBlockDict",
     "UserMessageDict",
 ]

@@ -113,15 +113,21 @@ class SessionHead:
 
 
 class AppendView:
-    """What a check of an append (``EntryStore.append_entry(check=...)``) may read inside the append's
+    """What an entry kind's check (``models.kinds.SessionView``) may read inside the append's
     transaction, before anything is written."""
 
-    def __init__(self, tx: Tx, head: SessionHead, parent: NodeFacts | None, index: int = 0) -> None:
+    def __init__(self, tx: Tx, head: SessionHead, parent: NodeFacts | None) -> None:
         self._tx = tx
         self.head = head
         self._parent = parent
-        self.index = index
-        """The checked entry's place in its batch (0 for a single append)."""
+
+    @property
+    def session_id(self) -> str:
+        return self.head.id
+
+    def has(self, entry_id: str) -> bool:
+        """Whether the session holds ``entry_id`` (on any branch)."""
+        return self.facts(entry_id) is not None
 
     def facts(self, entry_id: str) -> NodeFacts | None:
         """The facts of ``entry_id`` anywhere in the session (earlier entries of the batch included)."""
@@ -144,7 +150,6 @@ class AppendView:
         return None if text is None else dict(json_loads(text))
 
 
-AppendCheck = Callable[[AppendView, Json], None]
 """A check run inside an append's transaction; it raises to refuse the entry."""
 
 
@@ -840,27 +845,26 @@ class EntryStore:
         expected_leaf: str | _Unset | None = UNSET,
         parent_id: str | _Unset | None = UNSET,
         entry_id: str | None = None,
-        check: AppendCheck | None = None,
     ) -> str:
         """Append an entry (``fields`` holds ``type`` and the type's fields) as a child of the leaf
         (or of ``parent_id``), move the leaf to it, and return its id.
 
         ``expected_leaf``: raise :class:`LeafConflictError` and write nothing unless the session's
-        leaf is still that entry (``None``: no leaf). ``check`` runs inside the transaction, before
-        anything is written, and may raise to refuse the entry. A given ``entry_id`` that the session
-        has raises :class:`EntryIdTakenError`."""
+        leaf is still that entry (``None``: no leaf). The rules of the entry's kind that read the session
+        (``models.kinds.check_in_transaction``) run inside the transaction, before anything is written,
+        and may refuse it. A given ``entry_id`` that the session has raises :class:`EntryIdTakenError`."""
         if entry_id is not None and not entry_id:
             raise InvalidInputError("an entry id must be a non-empty string")
-        return self._append(session_id, [fields], expected_leaf, parent_id, entry_id, check).entries[0][0]
+        return self._append(session_id, [fields], expected_leaf, parent_id, entry_id).entries[0][0]
 
     def append_entries(
         self, session_id: str, fields: Sequence[Json], *, expected_leaf: str | _Unset | None = UNSET,
-        check: AppendCheck | None = None, placed: bool = False,
+        placed: bool = False,
     ) -> AppendResult:
         """Append entries as a chain at the leaf (each the child of the one before), in one transaction:
         all of them, contiguous in the session's order, or (on any error, a cancelled call included)
-        none. Each is checked as :meth:`append_entry` checks one (``check`` runs for each, in the
-        transaction, with ``AppendView.index`` its place).
+        none. Each is checked as :meth:`append_entry` checks one (an error names its place when
+        ``placed``: ``entries[3]: ...``).
 
         ``placed``: each of ``fields`` may carry its own ``id`` (a non-empty string), ``parentId`` and
         ``timestamp``. A given ``parentId`` must be the leaf (first entry) or the entry before it in the
@@ -879,7 +883,7 @@ class EntryStore:
             if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
                 raise LeafConflictError(session_id, expected_leaf, leaf)
             return AppendResult([], leaf, written=False)
-        return self._append(session_id, fields, expected_leaf, UNSET, None, check, placed=placed)
+        return self._append(session_id, fields, expected_leaf, UNSET, None, placed=placed)
 
     def _append(
         self,
@@ -888,15 +892,14 @@ class EntryStore:
         expected_leaf: str | _Unset | None,
         parent_id: str | _Unset | None,
         entry_id: str | None,
-        check: AppendCheck | None,
         *,
         placed: bool = False,
     ) -> AppendResult:
         # (imported here: building the pydantic models is a writer's cost, not every reader's)
         from pydantic import ValidationError
 
-        from sessionstore.models.entries import parse_entry
-        from sessionstore.wire.jsonl import format_validation_error
+        from sessionstore.models.kinds import parse_entry
+        from sessionstore.models.problems import format_validation_error
 
         written_ms = now_ms()  # the append's time: the entries' timestamp unless given, and its activity
         entries: list[Json] = []
@@ -923,7 +926,7 @@ class EntryStore:
         # generated ids of which one is taken are drawn again (full UUIDs after 100 collisions).
         for attempt in range(101):
             try:
-                return self._append_once(session_id, entries, places, expected_leaf, parent_id, check, written_ms)
+                return self._append_once(session_id, entries, places, expected_leaf, parent_id, written_ms, placed)
             except DuplicateIdError:  # (a given id: no other draw helps)
                 raise
             except EntryIdTakenError:
@@ -941,9 +944,11 @@ class EntryStore:
         places: list[_Place],
         expected_leaf: str | _Unset | None,
         parent_id: str | _Unset | None,
-        check: AppendCheck | None,
         written_ms: int,
+        placed_batch: bool,
     ) -> AppendResult:
+        from sessionstore.models.kinds import check_in_transaction
+
         with self.backend.write() as tx:
             row = tx.head(to_db(session_id), lock=True)
             if row is None or row.deleting:
@@ -968,9 +973,8 @@ class EntryStore:
                 if not isinstance(place.parent_id, _Unset) and place.parent_id != parent:
                     raise LeafConflictError(session_id, place.parent_id, head.leaf_id)
                 entry["parentId"] = parent
-                view = AppendView(tx, head, parent_facts, index)
-                if check is not None:
-                    check(view, entry)
+                view = AppendView(tx, head, parent_facts)
+                check_in_transaction(view, entry, where=f"entries[{index}]: " if placed_batch else "")
                 seq = head.stats.entry_count
                 kept_depth = None
                 if is_compaction(entry):

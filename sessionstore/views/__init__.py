@@ -20,7 +20,7 @@ from sessionstore.wire.jsjson import js_dumpb
 if TYPE_CHECKING:
     from sessionstore.api import ContextResult, Leaf
     from sessionstore.catalog.stats import SessionStatsReport
-    from sessionstore.models.wire import SessionEntryDict
+    from sessionstore.models.kinds import SessionEntryDict
     from sessionstore.store.records import ImportResult, SessionInfo
 
 

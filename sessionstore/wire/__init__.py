@@ -9,10 +9,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sessionstore.models.problems import format_validation_error as format_validation_error
     from sessionstore.wire.codec import dump_line as dump_line
     from sessionstore.wire.jsonl import SessionFileReader as SessionFileReader
     from sessionstore.wire.jsonl import SkippedLine as SkippedLine
-    from sessionstore.wire.jsonl import format_validation_error as format_validation_error
     from sessionstore.wire.jsonl import write_session_file as write_session_file
     from sessionstore.wire.migrate import CURRENT_VERSION as CURRENT_VERSION
 
@@ -21,7 +21,7 @@ _EXPORTS = {
     "SessionFileReader": "sessionstore.wire.jsonl",
     "SkippedLine": "sessionstore.wire.jsonl",
     "dump_line": "sessionstore.wire.codec",
-    "format_validation_error": "sessionstore.wire.jsonl",
+    "format_validation_error": "sessionstore.models.problems",
     "write_session_file": "sessionstore.wire.jsonl",
 }
 __all__ = sorted(_EXPORTS)

@@ -37,7 +37,7 @@ from sessionstore.wire.codec import LineRefused, dump_line, parse_line
 from sessionstore.wire.migrate import CURRENT_VERSION, Upgrader, pi_rewritten
 
 if TYPE_CHECKING:  # (the pydantic models: imported where entries are checked, not by readers of these types)
-    from pydantic import ValidationError
+    pass
 
 MAX_DIAGNOSTICS = 10_000
 """Diagnostics kept per file; past that they are counted (:attr:`SessionFileReader.diagnostics_dropped`)."""
@@ -50,18 +50,6 @@ class SkippedLine:
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "reason": self.reason}
-
-
-def format_validation_error(exc: ValidationError, *, tagged: bool = False) -> str:
-    """One line out of a pydantic error: ``field.path: message``, first three problems.
-    ``tagged``: the value was a tagged union member, whose tag leads every location."""
-    parts = []
-    for err in exc.errors()[:3]:
-        path = err["loc"][1:] if tagged and err["loc"] else err["loc"]
-        loc = ".".join(str(p) for p in path if not str(p).startswith(("tagged-union", "function-")))
-        parts.append(f"{loc}: {err['msg']}" if loc else str(err["msg"]))
-    more = len(exc.errors()) - 3
-    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
 def _effective_version(version: Any) -> int:
@@ -386,7 +374,7 @@ class SessionFileReader:
         elif parent is not None or "parentId" not in entry:
             got = "missing" if "parentId" not in entry else "an empty string" if parent == "" else js.json_type(parent)
             self._note("INVALID_ENTRY", line, entry_id, f"parentId is {got}: the entry is a root, as pi reads it")
-        from sessionstore.models.entries import entry_problems
+        from sessionstore.models.kinds import entry_problems
 
         for problem in entry_problems(entry):
             self._note("INVALID_ENTRY", line, entry_id, f"{kind!s} entry: {problem}")

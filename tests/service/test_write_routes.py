@@ -109,7 +109,7 @@ def typed_lines(server: Server) -> list[dict[str, Any]]:
 
 
 def test_the_typed_session_holds_every_appendable_type(typed_lines: list[dict[str, Any]]) -> None:
-    from sessionstore.store.append_rules import APPENDABLE_TYPES
+    from sessionstore.models.kinds import APPENDABLE_TYPES
 
     assert {e["type"] for e in typed_lines} == set(APPENDABLE_TYPES)
     assert {e["message"]["role"] for e in typed_lines if e["type"] == "message"} == {
