@@ -41,7 +41,7 @@ from sessionstore.errors import InvalidInputError, SessionNotFoundError
 from sessionstore.models import js
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store.backend import UsageSum
-from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.dbtext import from_db, loaded, to_db
 from sessionstore.wire.codec import json_loads
 
 if TYPE_CHECKING:
@@ -381,7 +381,7 @@ def session_stats(
     if not isinstance(session_id, str):
         raise InvalidInputError(f"a session id must be a string, got {type(session_id).__name__}")
     with entries.backend.read() as tx:
-        row = tx.head(to_db(session_id), lock=False)
+        row = loaded(tx.head(to_db(session_id), lock=False))
         if row is None or row.deleting:
             raise SessionNotFoundError(session_id)
         usage = tx.session_usage(row.key)
@@ -392,7 +392,7 @@ def session_stats(
         selected = model_key(model_entry) if isinstance(model_entry, dict) else None
     messages = Messages(int(row.message_count), int(row.user_messages), int(row.assistant_messages),
                         int(row.tool_calls), int(row.tool_results))
-    return SessionStatsReport(session_id, from_db(row.name), messages, fold_usage(map(_bucket, usage)), selected)
+    return SessionStatsReport(session_id, row.name, messages, fold_usage(map(_bucket, usage)), selected)
 
 
 def check_group_by(by: Any) -> GroupBy | None:

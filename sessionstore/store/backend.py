@@ -22,7 +22,7 @@ from typing import IO, Any, NamedTuple, Protocol
 import orjson
 
 from sessionstore.models.entry_catalog import search_texts
-from sessionstore.store.dbtext import to_db
+from sessionstore.store.dbtext import DbText, stored
 from sessionstore.store.facts import NodeFacts, UsageRow
 
 
@@ -31,7 +31,7 @@ class EntryRow(NamedTuple):
 
     session_key: int
     seq: int
-    entry_id: str
+    entry_id: DbText
     parent_seq: int | None
     run_start: int
     depth: int
@@ -39,7 +39,7 @@ class EntryRow(NamedTuple):
     compaction_seq: int | None
     model_seq: int | None
     thinking_seq: int | None
-    type: str
+    type: DbText
     payload: str
 
 
@@ -50,10 +50,10 @@ def entry_row(
     the parent the tree uses (``None`` for a root, also when the entry's ``parentId`` names no entry:
     the payload keeps what the file said)."""
     kind = entry.get("type")
-    return EntryRow(
+    return stored(EntryRow(
         session_key,
         facts.seq,
-        to_db(entry["id"]),
+        entry["id"],
         parent_seq,
         facts.run_start,
         facts.depth,
@@ -61,9 +61,9 @@ def entry_row(
         facts.compaction_seq,
         facts.model_seq,
         facts.thinking_seq,
-        to_db(kind) if isinstance(kind, str) else orjson.dumps(kind).decode(),
+        kind if isinstance(kind, str) else orjson.dumps(kind).decode(),
         payload,
-    )
+    ))
 
 
 def search_row(session_key: int, seq: int, entry: dict[str, Any]) -> SearchRow | None:
@@ -71,7 +71,7 @@ def search_row(session_key: int, seq: int, entry: dict[str, Any]) -> SearchRow |
     texts = search_texts(entry)
     if texts is None:
         return None
-    return SearchRow(session_key, seq, to_db(texts.role), texts.text, texts.extra)
+    return stored(SearchRow(session_key, seq, texts.role, texts.text, texts.extra))
 
 
 class HeadRow(NamedTuple):
@@ -81,14 +81,14 @@ class HeadRow(NamedTuple):
     deleting: bool
     entry_count: int
     message_count: int
-    name: str | None
-    first_message: str | None
+    name: DbText | None
+    first_message: DbText | None
     modified_ms: int | None
     user_messages: int
     assistant_messages: int
     tool_results: int
     tool_calls: int
-    leaf_id: str | None
+    leaf_id: DbText | None
     leaf_seq: int | None
     leaf_run_start: int | None
     leaf_depth: int | None
@@ -110,15 +110,15 @@ class SessionRow(NamedTuple):
     """A session as listings show it (no entry payload read)."""
 
     key: int
-    id: str
-    cwd: str
-    created: str
-    name: str | None
-    parent_session: str | None
-    leaf_id: str | None
+    id: DbText
+    cwd: DbText
+    created: DbText
+    name: DbText | None
+    parent_session: DbText | None
+    leaf_id: DbText | None
     entry_count: int
     message_count: int
-    first_message: str | None
+    first_message: DbText | None
     modified_ms: int | None
     user_messages: int
     assistant_messages: int
@@ -127,7 +127,7 @@ class SessionRow(NamedTuple):
     header: str
     active_ms: int
     """The session's activity time (``facts.later_activity``)."""
-    source_path: str | None = None
+    source_path: DbText | None = None
     """The file the session is synced from (``sessionstore_sources``), ``None`` when it is not synced."""
 
 
@@ -137,8 +137,8 @@ class ExportHead(NamedTuple):
     key: int
     deleting: bool
     header: str
-    leaf_id: str | None
-    last_entry_id: str | None
+    leaf_id: DbText | None
+    last_entry_id: DbText | None
 
 
 class TreeRow(NamedTuple):
@@ -165,11 +165,11 @@ class PathSlice(NamedTuple):
 class NewSession(NamedTuple):
     """The ``sessionstore_sessions`` row of a new session (no leaf, no entries yet)."""
 
-    id: str
+    id: DbText
     version: int
-    cwd: str
-    created: str
-    parent_session: str | None
+    cwd: DbText
+    created: DbText
+    parent_session: DbText | None
     header: str
     active_ms: int = 0
     """Its activity time (``facts.later_activity``): the header's time, or now for a session made live."""
@@ -179,12 +179,12 @@ class HeadUpdate(NamedTuple):
     """A session row's leaf and listing columns after a write."""
 
     key: int
-    leaf_id: str | None
+    leaf_id: DbText | None
     leaf: NodeFacts | None
     entry_count: int
     message_count: int
-    name: str | None
-    first_message: str | None
+    name: DbText | None
+    first_message: DbText | None
     modified_ms: int | None
     user_messages: int = 0
     assistant_messages: int = 0
@@ -199,7 +199,7 @@ class SearchRow(NamedTuple):
 
     session_key: int
     seq: int
-    role: str
+    role: DbText
     text: str
     extra: str
 
@@ -207,8 +207,8 @@ class SearchRow(NamedTuple):
 class EntryBrief(NamedTuple):
     """An entry named by an id prefix: its id and type, stored forms (``Tx.entry_ids_with_prefix``)."""
 
-    entry_id: str
-    type: str
+    entry_id: DbText
+    type: DbText
 
 
 class HitRow(NamedTuple):
@@ -216,14 +216,14 @@ class HitRow(NamedTuple):
 
     session_key: int
     seq: int
-    entry_id: str
-    role: str
+    entry_id: DbText
+    role: DbText
 class SourceRow(NamedTuple):
     """A ``sessionstore_sources`` row, in its columns' order: where a synced session was read from and
     how far (see ``catalog.sync``)."""
 
     session_key: int
-    path: str
+    path: DbText
     size: int
     mtime_ns: int
     consumed_bytes: int

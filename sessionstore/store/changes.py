@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.dbtext import from_db, loaded, to_db
 from sessionstore.store.records import UNSET, SessionEvent, _Unset
 
 if TYPE_CHECKING:
@@ -394,18 +394,18 @@ class SessionFeed:
     def key(self) -> int | None:
         """The session's key, ``None`` when it does not exist (for this tenant)."""
         with self.entries.backend.read() as tx:
-            row = tx.head(to_db(self.session_id), lock=False)
+            row = loaded(tx.head(to_db(self.session_id), lock=False))
         return None if row is None or row.deleting else row.key
 
     def to_newest(self, cursor: Cursor) -> None:
         """Move ``cursor`` to the session's newest entry and its leaf, reading no entry (``done`` when
         the session is gone or is another one of its id)."""
         with self.entries.backend.read() as tx:
-            row = tx.head(to_db(self.session_id), lock=False)
+            row = loaded(tx.head(to_db(self.session_id), lock=False))
         if row is None or row.deleting or (cursor.key is not None and row.key != cursor.key):
             cursor.done = True
             return
-        cursor.after, cursor.key, cursor.leaf = row.entry_count - 1, row.key, from_db(row.leaf_id)
+        cursor.after, cursor.key, cursor.leaf = row.entry_count - 1, row.key, row.leaf_id
 
     def advance(self, cursor: Cursor, *, limit: int | None = None) -> tuple[list[FeedEvent], bool]:
         """The events after ``cursor`` (at most ``limit`` entries, default :attr:`page`), read in one
@@ -418,7 +418,7 @@ class SessionFeed:
         most = self.page if limit is None else limit
         events: list[FeedEvent] = []
         with self.entries.backend.read() as tx:
-            row = tx.head(to_db(self.session_id), lock=False)
+            row = loaded(tx.head(to_db(self.session_id), lock=False))
             if row is None or row.deleting or (cursor.key is not None and row.key != cursor.key):
                 cursor.done = True
                 return [FeedEvent("deleted")], True
@@ -432,7 +432,7 @@ class SessionFeed:
                     cursor.after = seq
         caught_up = cursor.after >= last
         if caught_up:
-            leaf = from_db(row.leaf_id)
+            leaf = row.leaf_id
             moved_by_entries = bool(events) and row.leaf_seq == cursor.after
             if isinstance(cursor.leaf, _Unset):  # (no leaf known yet: the last entry's, or none, goes unsaid)
                 announce = (-1 if row.leaf_seq is None else row.leaf_seq) != last

@@ -8,12 +8,18 @@ character itself, becomes a two- or six-character escape led by U+FDD0 (a noncha
 real text holds). Every other string is stored as it is, so the escape costs one scan per value,
 and it works per character: a prefix of a stored id is the stored form of a prefix of the id.
 Payload and header columns hold JSON text, where these characters are escaped already.
+
+A row type (``store.backend``'s NamedTuples) names its text columns once, by typing them
+:data:`DbText`; :func:`stored` and :func:`loaded` convert those fields of a row, and nothing else
+converts a row's text field by field.
 """
 
 from __future__ import annotations
 
 import re
-from typing import overload
+import types
+from functools import cache
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints, overload
 
 from sessionstore.errors import InvalidInputError
 
@@ -65,3 +71,58 @@ def from_db(value: str | None) -> str | None:
     if value is None or ESCAPE not in value:
         return value
     return _ESCAPED.sub(_unescape, value)
+
+
+class _StoredText:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "StoredText"
+
+
+_STORED_TEXT = _StoredText()
+DbText = Annotated[str, _STORED_TEXT]
+"""A row field holding a string in its stored form (:func:`to_db`); ``DbText | None`` may be null."""
+
+Row = TypeVar("Row", bound=tuple[Any, ...])
+
+
+def _is_db_text(hint: Any) -> bool:
+    if get_origin(hint) is Annotated:
+        return _STORED_TEXT in hint.__metadata__
+    if get_origin(hint) in (Union, types.UnionType):
+        return any(_is_db_text(arg) for arg in get_args(hint))
+    return False
+
+
+@cache
+def _text_places(row_type: type[tuple[Any, ...]]) -> tuple[int, ...]:
+    """The positions of ``row_type``'s :data:`DbText` fields."""
+    hints = get_type_hints(row_type, include_extras=True)
+    fields: tuple[str, ...] = row_type._fields  # type: ignore[attr-defined]
+    return tuple(i for i, name in enumerate(fields) if _is_db_text(hints.get(name)))
+
+
+def _converted(row: Row, convert: Any) -> Row:
+    places = _text_places(type(row))
+    if not places:
+        return row
+    values = list(row)
+    for i in places:
+        values[i] = convert(values[i])
+    return tuple.__new__(type(row), values)
+
+
+def stored(row: Row) -> Row:
+    """``row`` with its :data:`DbText` fields in their stored form (:func:`to_db`)."""
+    return _converted(row, to_db)
+
+
+@overload
+def loaded(row: None) -> None: ...
+@overload
+def loaded(row: Row) -> Row: ...
+def loaded(row: Row | None) -> Row | None:
+    """``row`` (as a query gave it; ``None`` stays ``None``) with its :data:`DbText` fields read back
+    (:func:`from_db`)."""
+    return None if row is None else _converted(row, from_db)

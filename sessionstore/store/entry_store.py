@@ -48,7 +48,7 @@ from sessionstore.store.backend import (
     entry_row,
     search_row,
 )
-from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.dbtext import from_db, loaded, stored, to_db
 from sessionstore.store.engine import Durability, make_engine, open_backend, open_current_sqlite, upgrades_on_open
 from sessionstore.store.facts import NodeFacts, SessionStats, TreeIndex, UsageBuckets, facts_for, later_activity
 from sessionstore.store.location import default_url
@@ -337,14 +337,14 @@ class EntryStore:
     ) -> tuple[int, ImportResult]:
         """``insert_session`` inside the bulk transaction ``tx``; returns the new session's key too."""
         session_id = str(header["id"])
-        existing = tx.head(to_db(session_id), lock=True)
+        existing = _head(tx, session_id, lock=True)
         if existing is not None:
             if not replace and not existing.deleting:  # (a session marked deleting is gone for readers)
                 raise SessionExistsError(session_id)
             tx.delete_session(existing.key)
         values = _new_session(header, header_text)
         stats = SessionStats()
-        stats.touch(date_ms(from_db(values.created)))
+        stats.touch(date_ms(loaded(values).created))
         stats.touch(made_ms)
         key = tx.insert_session(values._replace(active_ms=stats.activity_ms()))
         index = TreeIndex(shared_ids)
@@ -360,7 +360,7 @@ class EntryStore:
     def sources(self) -> list[SourceInfo]:
         """The source row of every synced session (one query, no entry read)."""
         with self.backend.read() as tx:
-            return [SourceInfo.of(session_id, row) for session_id, row in tx.sources()]
+            return [SourceInfo.of(from_db(session_id), loaded(row)) for session_id, row in tx.sources()]
 
     def import_source(
         self, path: str, stat: FileStat, *, replacing: SourceInfo | None = None, adopt: bool = False,
@@ -403,13 +403,13 @@ class EntryStore:
         header.pop(LEAF_KEY, None)  # written by export_jsonl; pi ignores it, and so does a mirror
         session_id = str(header["id"])
         with self.backend.write(bulk=True) as tx:
-            existing = tx.head(to_db(session_id), lock=True)
+            existing = _head(tx, session_id, lock=True)
             present = existing is not None and not existing.deleting
             if session_id in deleted and not include_deleted and not present:
                 raise SourceDeletedError(path, session_id)
             if replacing is not None:
-                current = tx.source(replacing.session_key)
-                if current is None or from_db(current.path) != path:
+                current = loaded(tx.source(replacing.session_key))
+                if current is None or current.path != path:
                     raise SourceChangedError(path)
                 if replacing.session_id == session_id:
                     if existing is not None and not adopt:
@@ -417,23 +417,23 @@ class EntryStore:
                     tx.delete_session(replacing.session_key)
                     present = False
                 else:  # the file now holds another session: the one it held is kept, its file gone
-                    tx.put_source(current._replace(path=to_db(replaced_path(path, replacing.session_id, session_id))))
+                    tx.put_source(stored(current._replace(path=replaced_path(path, replacing.session_id, session_id))))
             if existing is not None and present:
-                owner = tx.source(existing.key)
+                owner = loaded(tx.source(existing.key))
                 _check_owner(owner, path, session_id, adopt=adopt)
                 if owner is not None and not adopt:  # a moved file: what the session holds beyond it stays
-                    _refuse_local_changes(existing, SourceInfo.of(to_db(session_id), owner), path, session_id)
+                    _refuse_local_changes(existing, SourceInfo.of(session_id, owner), path, session_id)
             key, result = self._insert(
                 tx, header, ((entry, text) for _line, entry, text in reader.entries_with_text()),
                 shared_ids=reader.ids, replace=True, source_name=reader.name, header_text=reader.header_text)
-            after = tx.head(to_db(session_id), lock=False)
+            after = _head(tx, session_id, lock=False)
             facts = _facts_after(after, stat)
             row = _source_row(key, path, stat, reader, line_digest(reader.first_line), reader.source_version,
                               prefix=digest.hexdigest(), facts=facts)
-            tx.put_source(row)
+            tx.put_source(stored(row))
             if include_deleted:
                 tx.forget_deleted_source(to_db(path), to_db(session_id))
-        return SourceResult(session_id, result.entries, SourceInfo.of(to_db(session_id), row))
+        return SourceResult(session_id, result.entries, SourceInfo.of(session_id, row))
 
     def append_source(self, source: SourceInfo, stat: FileStat, *, digest: Hasher,
                       take_unterminated: bool = False) -> SourceResult:
@@ -457,17 +457,17 @@ class EntryStore:
         from sessionstore.wire.jsonl import SessionFileReader
 
         with self.backend.write(bulk=True) as tx:
-            row = tx.head(to_db(source.session_id), lock=True)
-            current = None if row is None or row.deleting else tx.source(row.key)
+            row = _head(tx, source.session_id, lock=True)
+            current = None if row is None or row.deleting else loaded(tx.source(row.key))
             if row is None or current is None or current.consumed_bytes != source.consumed_bytes \
-                    or from_db(current.path) != source.path:
+                    or current.path != source.path:
                 raise SourceChangedError(source.path)
-            stored = _StoredEntries(tx, row.key)
+            known = _StoredEntries(tx, row.key)
             reader = SessionFileReader(source.path, complete_lines=True, resume=source.resume_point,
-                                       known_parent=stored.has, take_unterminated=take_unterminated, digest=digest)
+                                       known_parent=known.has, take_unterminated=take_unterminated, digest=digest)
             reading.reader = reader
             try:
-                index = TreeIndex(reader.ids, base=row.entry_count, stored=stored)
+                index = TreeIndex(reader.ids, base=row.entry_count, stored=known)
                 stats = _stats(row)
                 texts_before = (stats.name, stats.first_message)
                 # Batched inserts, not the bulk sink: the lookups of stored parents run between them
@@ -482,19 +482,19 @@ class EntryStore:
                                texts_changed=texts_changed)
             head_digest = source.check.partition(":")[0]
             before = source.facts.entries
-            after = tx.head(to_db(source.session_id), lock=False)
+            after = _head(tx, source.session_id, lock=False)
             facts = _facts_after(after, stat, from_file=None if before is None else before + len(index))
             new_row = _source_row(row.key, source.path, stat, reader, head_digest, source.file_version,
                                   prefix=digest.hexdigest(), previous=source, facts=facts)
-            tx.put_source(new_row)
-        return SourceResult(source.session_id, len(index), SourceInfo.of(to_db(source.session_id), new_row))
+            tx.put_source(stored(new_row))
+        return SourceResult(source.session_id, len(index), SourceInfo.of(source.session_id, new_row))
 
     def _taken_line(self, source: SourceInfo) -> SessionStoreError:
         """Error path only: the first new line of ``source``'s file whose id the session has already."""
         from sessionstore.wire.jsonl import SessionFileReader
 
         with self.backend.read() as tx:
-            row = tx.head(to_db(source.session_id), lock=False)
+            row = _head(tx, source.session_id, lock=False)
             if row is not None:
                 reader = SessionFileReader(source.path, complete_lines=True, resume=source.resume_point,
                                            known_parent=lambda _parent: True)
@@ -515,7 +515,7 @@ class EntryStore:
         ``import_jsonl`` of that header would not give the session's leaf back, the header records the
         leaf as ``leafId`` (pi ignores the field): :func:`export_header_line`."""
         with self.backend.read() as tx:
-            head = tx.export_head(to_db(session_id))
+            head = loaded(tx.export_head(to_db(session_id)))
             if head is None or head.deleting:
                 raise SessionNotFoundError(session_id)
             key = head.key
@@ -544,7 +544,7 @@ class EntryStore:
     def _session_read(self, session_id: str) -> Iterator[tuple[Tx, HeadRow]]:
         """A read transaction and the session's row (``SessionNotFoundError`` when it has none)."""
         with self.backend.read() as tx:
-            row = tx.head(to_db(session_id), lock=False)
+            row = _head(tx, session_id, lock=False)
             if row is None or row.deleting:
                 raise SessionNotFoundError(session_id)
             yield tx, row
@@ -610,7 +610,7 @@ class EntryStore:
 
     def leaf(self, session_id: str) -> str | None:
         with self._session_read(session_id) as (_tx, row):
-            return from_db(row.leaf_id)
+            return row.leaf_id
 
     def entry(self, session_id: str, entry_id: str) -> Json:
         with self._session_read(session_id) as (tx, row):
@@ -628,7 +628,7 @@ class EntryStore:
             raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
         with self._session_read(session_id) as (tx, row):
             found = tx.entry_ids_with_prefix(row.key, to_db(prefix), limit)
-        return [EntryBrief(from_db(e.entry_id), from_db(e.type)) for e in found]
+        return [loaded(e) for e in found]
 
     def entries(self, session_id: str) -> list[Json]:
         """Every entry in append order (loads the whole session: for export-like work, not resume)."""
@@ -654,7 +654,7 @@ class EntryStore:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
         with self._session_read(session_id) as (tx, row):
-            leaf = from_db(row.leaf_id) if isinstance(leaf_id, _Unset) else leaf_id
+            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             facts = self._leaf_facts(tx, row, session_id, leaf_id)
             if leaf is None or facts is None:
                 return ContextSlice(None, [], None, None)
@@ -703,7 +703,7 @@ class EntryStore:
         snapshot); held at once are only the last compaction, the ``context_edit`` entries of the slice
         and the two settings entries."""
         with self._session_read(session_id) as (tx, row):
-            leaf = from_db(row.leaf_id) if isinstance(leaf_id, _Unset) else leaf_id
+            leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             facts = self._leaf_facts(tx, row, session_id, leaf_id)
             if leaf is None or facts is None:
                 yield StreamedSlice(None, None, None, None, [], iter(()))
@@ -784,7 +784,7 @@ class EntryStore:
 
     def _leaf_facts(self, tx: Tx, row: HeadRow, session_id: str, leaf_id: str | _Unset | None) -> NodeFacts | None:
         """The facts of ``leaf_id`` (default: the session's leaf); ``None`` for no leaf."""
-        if isinstance(leaf_id, _Unset) or to_db(leaf_id) == row.leaf_id:
+        if isinstance(leaf_id, _Unset) or leaf_id == row.leaf_id:
             return row.leaf_facts
         if leaf_id is None:
             return None
@@ -822,12 +822,12 @@ class EntryStore:
         :class:`LeafConflictError` and delete nothing unless the leaf is still that entry (``None``: no
         leaf), checked under the same lock as the delete."""
         with self.backend.write() as tx:
-            row = tx.head(to_db(session_id), lock=True)
+            row = _head(tx, session_id, lock=True)
             if row is None:
                 raise SessionNotFoundError(session_id)
-            if not isinstance(expected_leaf, _Unset) and expected_leaf != from_db(row.leaf_id):
-                raise LeafConflictError(session_id, expected_leaf, from_db(row.leaf_id))
-            source = tx.source(row.key) if remember_source else None
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
+            source = tx.source(row.key) if remember_source else None  # (its path in stored form)
             tx.delete_session(row.key)
             if source is not None:
                 tx.put_deleted_source(source.path, to_db(session_id), now_iso())
@@ -876,10 +876,10 @@ class EntryStore:
         :class:`DuplicateIdError`."""
         if not fields:
             with self.backend.read() as tx:
-                row = tx.head(to_db(session_id), lock=False)
+                row = _head(tx, session_id, lock=False)
                 if row is None or row.deleting:
                     raise SessionNotFoundError(session_id)
-                leaf = from_db(row.leaf_id)
+                leaf = row.leaf_id
             if not isinstance(expected_leaf, _Unset) and expected_leaf != leaf:
                 raise LeafConflictError(session_id, expected_leaf, leaf)
             return AppendResult([], leaf, written=False)
@@ -950,10 +950,10 @@ class EntryStore:
         from sessionstore.models.kinds import check_in_transaction
 
         with self.backend.write() as tx:
-            row = tx.head(to_db(session_id), lock=True)
+            row = _head(tx, session_id, lock=True)
             if row is None or row.deleting:
                 raise SessionNotFoundError(session_id)
-            head = SessionHead(row.key, session_id, from_db(row.leaf_id), row.leaf_facts, _stats(row))
+            head = SessionHead(row.key, session_id, row.leaf_id, row.leaf_facts, _stats(row))
             if any(place.id is not None for place in places):
                 done = _already_stored(tx, head, entries, places)
                 if done is not None:
@@ -1000,11 +1000,11 @@ class EntryStore:
         """Move the leaf to ``entry_id`` (``None``: before the first entry); the move is activity (now).
         Nothing else changes."""
         with self.backend.write() as tx:
-            row = tx.head(to_db(session_id), lock=True)
+            row = _head(tx, session_id, lock=True)
             if row is None or row.deleting:
                 raise SessionNotFoundError(session_id)
-            if not isinstance(expected_leaf, _Unset) and expected_leaf != from_db(row.leaf_id):
-                raise LeafConflictError(session_id, expected_leaf, from_db(row.leaf_id))
+            if not isinstance(expected_leaf, _Unset) and expected_leaf != row.leaf_id:
+                raise LeafConflictError(session_id, expected_leaf, row.leaf_id)
             facts = None if entry_id is None else self._facts(tx, row.key, session_id, entry_id)
             tx.set_leaf(row.key, None if entry_id is None else to_db(entry_id), facts,
                         active_ms=later_activity(row.active_ms, now_ms()))
@@ -1035,14 +1035,14 @@ class _Place:
 def _already_stored(tx: Tx, head: SessionHead, entries: list[Json], places: list[_Place]) -> AppendResult | None:
     """The result of a batch whose entries the session already holds exactly (a retry); ``None`` when it
     holds none of the given ids. Raises :class:`DuplicateIdError` for any other batch naming a held id."""
-    stored = [None if place.id is None else tx.payload(head.key, to_db(place.id)) for place in places]
-    if all(text is None for text in stored):
+    texts = [None if place.id is None else tx.payload(head.key, to_db(place.id)) for place in places]
+    if all(text is None for text in texts):
         return None
     previous: str | None = None
     result: list[tuple[str, str | None]] = []
-    for entry, place, text in zip(entries, places, stored, strict=True):
+    for entry, place, text in zip(entries, places, texts, strict=True):
         if text is None:
-            held = next(p.id for p, t in zip(places, stored, strict=True) if t is not None)
+            held = next(p.id for p, t in zip(places, texts, strict=True) if t is not None)
             raise DuplicateIdError(f"session {head.id!r} already has an entry {held!r}, and the batch's entry "
                                    f"{entry['id']!r} is new: the batch is not a retry of one append")
         old = dict(json_loads(text))
@@ -1206,7 +1206,7 @@ def _check_owner(source: SourceRow | None, path: str, session_id: str, *, adopt:
                 f"{path}: session {session_id} is in the database and was not synced from this file"
                 " (sync --adopt replaces it with the file)")
         return
-    other = from_db(source.path)
+    other = source.path
     if other != path and os.path.lexists(other):
         raise SourceConflictError(f"{path}: session {session_id} is synced from {other}, which still exists")
 
@@ -1252,13 +1252,13 @@ def _source_row(
     prefix: str, facts: SourceFacts, previous: SourceInfo | None = None,
 ) -> SourceRow:
     """The source row after ``reader`` consumed what it read (``previous``: the row it continued;
-    ``prefix``: the digest of the consumed prefix)."""
+    ``prefix``: the digest of the consumed prefix); text as it is (:func:`stored` gives the row to store)."""
     if reader.last_line or previous is None:
         tail_bytes, tail_digest = len(reader.last_line), line_digest(reader.last_line)
     else:  # nothing complete was added: the last consumed line is the one before
         tail_bytes, tail_digest = previous.tail_bytes, split_check(previous.check)[1]
     head_bytes = previous.head_bytes if previous is not None else len(reader.first_line)
-    return SourceRow(key, to_db(path), stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
+    return SourceRow(key, path, stat.size, stat.mtime_ns, reader.consumed_bytes, reader.consumed_lines,
                      head_bytes, tail_bytes, f"{head_digest}:{tail_digest}:{prefix}{facts.encode()}", version,
                      encode_dangling(reader.awaited), now_iso())
 
@@ -1322,20 +1322,19 @@ def _decoded(text: str | None) -> Json | None:
     return None if text is None else dict(json_loads(text))
 
 
+def _head(tx: Tx, session_id: str, *, lock: bool) -> HeadRow | None:
+    """Session ``session_id``'s row as a write sees it (text read back), ``None`` when there is none."""
+    return loaded(tx.head(to_db(session_id), lock=lock))
+
+
 def _head_update(key: int, leaf_id: str | None, leaf: NodeFacts | None, stats: SessionStats) -> HeadUpdate:
-    """The session row after a write: ``leaf_id`` with its facts, and ``stats`` (text in stored form)."""
-    return HeadUpdate(key, None if leaf_id is None else to_db(leaf_id), leaf, stats.entry_count,
-                      stats.message_count, to_db(stats.name), to_db(stats.first_message), stats.modified_ms,
-                      stats.user_messages, stats.assistant_messages, stats.tool_results, stats.tool_calls,
-                      stats.activity_ms())
+    """The session row after a write: ``leaf_id`` with its facts, and ``stats``'s columns."""
+    return stored(HeadUpdate(key=key, leaf_id=leaf_id, leaf=leaf, **stats.columns()))
 
 
 def _stats(row: HeadRow) -> SessionStats:
-    """The session's folded columns as its row holds them (text decoded)."""
-    return SessionStats(row.entry_count, row.message_count, from_db(row.name), from_db(row.first_message),
-                        row.modified_ms, row.user_messages, row.assistant_messages, row.tool_results, row.tool_calls,
-                        row.active_ms)
-
+    """The session's folded columns as its row holds them."""
+    return SessionStats(**{column: getattr(row, column) for column in SessionStats.COLUMNS})
 
 
 LEAF_KEY = "leafId"
@@ -1352,15 +1351,15 @@ def export_header_line(
     header_text: str, *, leaf_id: str | None, last_id: str | None, names_entry: Callable[[str], bool]
 ) -> bytes:
     """The header line of an export: the stored line as it is (an imported v3 file's own, byte for
-    byte, with its ``leafId`` and unknown fields) when importing it gives the session's leaf (in its
-    stored form) back; else the line with ``leafId`` set to the leaf, in its place when the line has
-    one. ``names_entry``: whether an id names an entry of the session."""
+    byte, with its ``leafId`` and unknown fields) when importing it gives the session's leaf back;
+    else the line with ``leafId`` set to the leaf, in its place when the line has one. ``names_entry``:
+    whether an id names an entry of the session."""
     header = json_loads(header_text)
     hint = _leaf_hint(header.get(LEAF_KEY, UNSET)) if isinstance(header, dict) else UNSET
-    leaf = from_db(leaf_id)
+    leaf = leaf_id
     if isinstance(hint, str) and hint != leaf and not names_entry(hint):
         hint = UNSET
-    if (from_db(last_id) if isinstance(hint, _Unset) else hint) == leaf:
+    if (last_id if isinstance(hint, _Unset) else hint) == leaf:
         return header_text.encode("utf-8") + b"\n"
     header[LEAF_KEY] = leaf
     return dump_line(header)
@@ -1383,35 +1382,36 @@ def new_header(
 
 
 def _new_session(header: Json, header_text: str | None = None) -> NewSession:
-    """The session row of a new session (text in its stored form; the header as ``header_text``
-    gives it, the file's own line, else as pi writes it)."""
+    """The session row of a new session (the header as ``header_text`` gives it, the file's own line,
+    else as pi writes it)."""
     def text(key: str) -> str:
         value = header.get(key)
-        return to_db(value) if isinstance(value, str) else ""
+        return value if isinstance(value, str) else ""
 
     parent = header.get("parentSession")
-    return NewSession(
-        id=to_db(str(header["id"])),
+    return stored(NewSession(
+        id=str(header["id"]),
         version=CURRENT_VERSION,
         cwd=text("cwd"),
         created=text("timestamp"),
-        parent_session=to_db(parent) if isinstance(parent, str) else None,
+        parent_session=parent if isinstance(parent, str) else None,
         header=header_text if header_text is not None else dump_line(header)[:-1].decode(),
-    )
+    ))
 
 
-def _info(row: SessionRow) -> SessionInfo:
+def _info(stored_row: SessionRow) -> SessionInfo:
+    row = loaded(stored_row)
     return SessionInfo(
-        id=from_db(row.id),
-        cwd=from_db(row.cwd),
-        created=from_db(row.created),
-        name=from_db(row.name),
-        parent_session=from_db(row.parent_session),
-        leaf_id=from_db(row.leaf_id),
+        id=row.id,
+        cwd=row.cwd,
+        created=row.created,
+        name=row.name,
+        parent_session=row.parent_session,
+        leaf_id=row.leaf_id,
         entry_count=int(row.entry_count),
         message_count=int(row.message_count),
-        first_message=from_db(row.first_message),
-        modified_ms=listing_modified_ms(row.modified_ms, from_db(row.created)),
-        source_path=from_db(row.source_path),
+        first_message=row.first_message,
+        modified_ms=listing_modified_ms(row.modified_ms, row.created),
+        source_path=row.source_path,
         active_ms=int(row.active_ms),
     )

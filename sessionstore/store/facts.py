@@ -6,7 +6,7 @@ import re
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from sessionstore.models import js
 from sessionstore.models.entry_catalog import Usage, day_of, tool_calls_of
@@ -82,6 +82,17 @@ class SessionStats:
     _latest_stamp: str | None = None
     """The latest entry timestamp in pi's ``toISOString`` form not yet folded into ``active_ms`` (such
     strings order as their times do: an import compares text and parses one, not one per entry)."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("entry_count", "message_count", "name", "first_message", "modified_ms",
+                                          "user_messages", "assistant_messages", "tool_results", "tool_calls",
+                                          "active_ms")
+    """The session row's columns these are (the same names in ``HeadRow``, ``HeadUpdate`` and
+    ``SessionRow``): copied by name, never by position."""
+
+    def columns(self) -> dict[str, Any]:
+        """The :attr:`COLUMNS` (``active_ms`` with every entry folded)."""
+        self.activity_ms()
+        return {column: getattr(self, column) for column in self.COLUMNS}
 
     def touch(self, moment_ms: int | None) -> None:
         """Fold a time into ``active_ms`` (the rule: :func:`later_activity`)."""

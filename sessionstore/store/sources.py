@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from sessionstore.errors import StoreError
 from sessionstore.store.backend import SourceRow
-from sessionstore.store.dbtext import from_db
 
 if TYPE_CHECKING:
     from sessionstore.wire.jsonl import Hasher, ResumePoint
@@ -116,9 +115,10 @@ class SourceInfo:
 
     @classmethod
     def of(cls, session_id: str, row: SourceRow) -> SourceInfo:
+        """From a source row whose text is read back (``dbtext.loaded``)."""
         facts = SourceFacts.decode(row.check_hash)
         stat = FileStat(row.size, row.mtime_ns, facts.ino, facts.ctime_ns)
-        return cls(from_db(session_id), int(row.session_key), from_db(row.path), stat,
+        return cls(session_id, int(row.session_key), row.path, stat,
                    int(row.consumed_bytes), int(row.consumed_lines), int(row.head_bytes), int(row.tail_bytes),
                    row.check_hash, int(row.file_version), decode_dangling(row.dangling), row.synced_at)
 

@@ -127,11 +127,9 @@ def _leaf_params(leaf_id: str | None, leaf: NodeFacts | None) -> dict[str, Any]:
 
 def head_update_params(update: HeadUpdate) -> dict[str, Any]:
     """The parameters of ``Statements.update_head`` (and ``update_head_counts``, which ignores two)."""
-    return {"key": update.key, **_leaf_params(update.leaf_id, update.leaf), "entry_count": update.entry_count,
-            "message_count": update.message_count, "modified_ms": update.modified_ms, "name": update.name,
-            "first_message": update.first_message, "user_messages": update.user_messages,
-            "assistant_messages": update.assistant_messages, "tool_results": update.tool_results,
-            "tool_calls": update.tool_calls, "active_ms": update.active_ms}
+    params = update._asdict()
+    leaf = _leaf_params(params.pop("leaf_id"), params.pop("leaf"))
+    return {**params, **leaf}
 
 
 _by_seq = itemgetter(0)
