@@ -43,6 +43,7 @@ from sessionstore.store.sqltx import (
     path_slice,
     path_sql,
     put_source_sql,
+    search_progress_sql,
     text_hits_params,
     text_hits_sql,
     usage_sums_sql,
@@ -52,6 +53,8 @@ SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+SEARCH_MARKS = "sessionstore_search_marks"
+SETTINGS = "sessionstore_settings"
 ROWID_SESSION = 2**32
 """A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
 SOURCES = "sessionstore_sources"
@@ -107,7 +110,8 @@ STATEMENTS = Statements(
         " WHERE key = :key"
     ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE, SOURCES)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key"
+                         for table in (SEARCH, SEARCH_MARKS, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
@@ -116,7 +120,7 @@ STATEMENTS = Statements(
     # The rowid is the session key and seq in one integer (its high and low 32 bits): the FTS5 index
     # gives the sessions of its matches from its own rowids, without reading the search table.
     insert_search=(
-        f"INSERT INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
+        f"INSERT OR IGNORE INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
         f" VALUES (?1 * {ROWID_SESSION} + ?2, ?1, ?2, ?3, ?4, ?5)"
     ),
     add_usage=add_usage_sql(USAGE, "?"),
@@ -148,6 +152,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
+    **search_progress_sql(SESSIONS, SEARCH, SEARCH_MARKS, SETTINGS, ":{}", key_share=""),
     **deleted_source_sql(DELETED_SOURCES, "?", ":tenant"),
     # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
     entry_ids_with_prefix=(
@@ -169,20 +174,25 @@ STATEMENTS = Statements(
 TRIGRAM = 3
 """Characters of a trigram token: FTS5's trigram index (of the search rows' ``text``) answers substring
 queries of at least this many."""
-_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
+# The index keeps no positions (``detail=none``, revision 0017): FTS5 takes the rows holding every
+# trigram of the pattern and checks the pattern against their stored text.
+_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE text GLOB :pattern"
 _SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
 _SESSIONS_WITH_EXTRA_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(extra, :needle) > 0"
 
 
-def fts_phrase(needle: str) -> str:
-    """The FTS5 query for ``needle`` as a substring: one quoted phrase (its trigrams in a row)."""
-    return '"' + needle.replace('"', '""') + '"'
+_GLOB_SPECIAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
+
+
+def glob_substring(needle: str) -> str:
+    """The GLOB pattern of the texts holding ``needle`` (its ``*``, ``?`` and ``[`` taken literally)."""
+    return "*" + needle.translate(_GLOB_SPECIAL) + "*"
 
 
 class SqliteTx(StatementTx):
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         if len(needle) >= TRIGRAM:
-            rows = self._all(_SESSIONS_WITH_TEXT, {"query": fts_phrase(needle)})
+            rows = self._all(_SESSIONS_WITH_TEXT, {"pattern": glob_substring(needle)})
         else:  # shorter than a trigram: the index cannot answer, the rows are scanned
             rows = self._all(_SESSIONS_WITH_TEXT_SCAN, {"needle": needle})
         if everything:  # ``extra`` has no index: scanned
