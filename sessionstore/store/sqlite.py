@@ -174,25 +174,20 @@ STATEMENTS = Statements(
 TRIGRAM = 3
 """Characters of a trigram token: FTS5's trigram index (of the search rows' ``text``) answers substring
 queries of at least this many."""
-# The index keeps no positions (``detail=none``, revision 0017): FTS5 takes the rows holding every
-# trigram of the pattern and checks the pattern against their stored text.
-_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE text GLOB :pattern"
+_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
 _SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
 _SESSIONS_WITH_EXTRA_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(extra, :needle) > 0"
 
 
-_GLOB_SPECIAL = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
-
-
-def glob_substring(needle: str) -> str:
-    """The GLOB pattern of the texts holding ``needle`` (its ``*``, ``?`` and ``[`` taken literally)."""
-    return "*" + needle.translate(_GLOB_SPECIAL) + "*"
+def fts_phrase(needle: str) -> str:
+    """The FTS5 query for ``needle`` as a substring: one quoted phrase (its trigrams in a row)."""
+    return '"' + needle.replace('"', '""') + '"'
 
 
 class SqliteTx(StatementTx):
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         if len(needle) >= TRIGRAM:
-            rows = self._all(_SESSIONS_WITH_TEXT, {"pattern": glob_substring(needle)})
+            rows = self._all(_SESSIONS_WITH_TEXT, {"query": fts_phrase(needle)})
         else:  # shorter than a trigram: the index cannot answer, the rows are scanned
             rows = self._all(_SESSIONS_WITH_TEXT_SCAN, {"needle": needle})
         if everything:  # ``extra`` has no index: scanned
