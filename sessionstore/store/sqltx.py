@@ -500,7 +500,9 @@ def search_progress_sql(sessions: str, search: str, marks: str, settings: str, p
                         f" (SELECT next_seq FROM {marks} WHERE session_key = {key})"),
         "search_lag": (f"SELECT s.key, {mark}, s.entry_count FROM {sessions} s"
                        f" WHERE s.tenant = {param.format('tenant')} AND NOT s.deleting AND s.entry_count > {mark}"),
-        "lock_for_search": f"SELECT s.entry_count, {mark} FROM {sessions} s WHERE s.key = {key} AND NOT s.deleting"
+        "lock_for_search": (f"SELECT s.entry_count, COALESCE((SELECT next_seq FROM {marks} m"
+                            f" WHERE m.session_key = {key}), 0) FROM {sessions} s"
+                            f" WHERE s.key = {key} AND NOT s.deleting")
                            + (f" {key_share}" if key_share else ""),
         "put_search_mark": (f"INSERT INTO {marks} (session_key, next_seq) VALUES ({key}, {seq})"
                             f" ON CONFLICT (session_key) DO UPDATE SET next_seq = excluded.next_seq"
