@@ -221,6 +221,20 @@ class SessionStore:
         return search_sessions(self._entries, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
                                hits=hits)
 
+    def search_index_on(self) -> bool:
+        """Whether the database keeps a search index (on by default; :meth:`set_search_index`)."""
+        from sessionstore.catalog.search import search_index_on
+
+        return search_index_on(self._entries)
+
+    def set_search_index(self, on: bool) -> int:
+        """Turn the database's search index off (its rows are deleted, no write makes them again, and a
+        search reads every entry of the sessions it searches: the same results, slower) or on (this
+        tenant's sessions are indexed now, others' at their next search); returns the entries indexed."""
+        from sessionstore.catalog.search import set_search_index
+
+        return set_search_index(self._entries, on)
+
     def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""
         return cast("SessionHeaderDict", self._entries.header(session_id))

@@ -19,11 +19,11 @@ import pytest
 
 from sessionstore.api import SessionStore
 from sessionstore.store import postgres
-from sessionstore.store.postgres import ENTRIES, SEARCH, SESSIONS, SOURCES, STATEMENTS, USAGE
+from sessionstore.store.postgres import ENTRIES, SEARCH, SEARCH_MARKS, SESSIONS, SOURCES, STATEMENTS, USAGE
 from tests.builders import assistant, user
 
 DISTRIBUTED = {SESSIONS: "key", ENTRIES: "session_key", SEARCH: "session_key", USAGE: "session_key",
-               SOURCES: "session_key"}
+               SOURCES: "session_key", SEARCH_MARKS: "session_key"}
 """The tables distributed on Citus, and the column each is distributed by (the session key)."""
 
 LOOKUPS = {"head", "head_for_update", "session", "export_head"}
@@ -31,10 +31,15 @@ LOOKUPS = {"head", "head_for_update", "session", "export_head"}
 and not by its key: the first statement of each per-session operation (see the README's Citus section)."""
 CREATES = {"insert_session"}
 """The insert that makes a session's key (an identity value the database draws)."""
-FAN_OUT = {"sessions", "sources", "usage_sums", "counter_sums"}
-"""Statements that read many sessions: the tenant's listing and sync sources, stats across sessions."""
-TENANT_TABLES = {"deleted_sources", "put_deleted_source", "forget_deleted_source"}
-"""Statements on ``sessionstore_deleted_sources``, a per-tenant table with no session key (the session is gone)."""
+FAN_OUT = {"sessions", "sources", "usage_sums", "counter_sums", "search_lag", "clear_search_marks",
+           "clear_search_rows"}
+"""Statements that read many sessions: the tenant's listing and sync sources, stats across sessions, the
+sessions whose search index lags; and turning the search index off (every session's rows, once)."""
+DATABASE_WIDE = {"usage_sums", "counter_sums", "clear_search_marks", "clear_search_rows"}
+"""Fan-outs not by tenant: of chosen keys (stats), or of every tenant (the index is the database's)."""
+TENANT_TABLES = {"deleted_sources", "put_deleted_source", "forget_deleted_source", "setting", "put_setting"}
+"""Statements on ``sessionstore_deleted_sources``, a per-tenant table with no session key (the session is gone),
+and on ``sessionstore_settings`` (the database's, not distributed)."""
 EXTRA_FAN_OUT = {"_SESSIONS_WITH_TEXT": postgres._SESSIONS_WITH_TEXT,
                  "_SESSIONS_WITH_TEXT_ALL": postgres._SESSIONS_WITH_TEXT_ALL}
 """The search's fan-out (which sessions hold a text), beside ``STATEMENTS``."""
@@ -104,7 +109,7 @@ def test_the_fan_outs_are_exactly_listing_search_stats_and_sync_sources() -> Non
     assert unkeyed == LOOKUPS | CREATES | FAN_OUT | set(EXTRA_FAN_OUT)
     for name in LOOKUPS:  # (each finds one session by its unique (tenant, id))
         assert re.search(r"\btenant = %\(tenant\)s AND s?\.?id = %\(sid\)s", named[name]), name
-    for name in FAN_OUT - {"usage_sums", "counter_sums"}:  # (the tenant's sessions)
+    for name in FAN_OUT - DATABASE_WIDE:  # (the tenant's sessions)
         assert "tenant = %(tenant)s" in named[name], name
 
 

@@ -14,6 +14,15 @@ needle", once per needle for every session, instead of the rules reading every m
 - a ``re:`` query tests pi's raw ``allMessagesText``, which the index does not keep: it reads each
   session's entries whose name, id and cwd do not decide the match.
 
+The index is derived data, written after the entries it holds: an append writes none of it, an
+import or a sync writes its own entries' rows. A search first indexes what lags (:func:`catch_up`:
+every committed entry past its session's ``next_seq`` mark, in transactions of its own, each with the
+mark), then reads in one snapshot the index and, for what is still past a mark (a catch-up that could
+not write, one that another writer is doing, the index turned off), the entries themselves
+(:class:`_Tails`). So a search finds every entry committed before it started, whatever the index holds.
+:func:`set_search_index` turns the index off (its rows dropped; every search then reads every entry)
+and on (indexed again by the next catch-up).
+
 By default the messages are what pi searches (user and assistant text); ``everything`` adds the rest
 of each entry (``models.entry_catalog``: thinking, tool calls and results, bash, summaries, custom and
 system messages), in the same tier as the messages; the index holds only pi's part, so the rest is
@@ -39,11 +48,11 @@ from sessionstore.catalog.search_rules import (
     needles,
     parse_query,
 )
-from sessionstore.errors import InvalidInputError
-from sessionstore.models.entry_catalog import entry_texts, index_form
+from sessionstore.errors import InvalidInputError, StoreError
+from sessionstore.models.entry_catalog import entry_texts, index_form, search_texts
 from sessionstore.models.js_text import JS_WHITESPACE, js_trim, to_units
-from sessionstore.store.backend import Tx
-from sessionstore.store.dbtext import from_db
+from sessionstore.store.backend import HitRow, SearchRow, Tx, search_row
+from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.records import SessionInfo
 from sessionstore.wire.codec import json_loads
 
@@ -113,16 +122,119 @@ def search_sessions(
     parsed = parse_query(query)
     if parsed.error is not None:
         raise InvalidInputError(f"bad query {query!r}: {parsed.error}")
+    if js_trim(query):
+        catch_up(store)
     with store.backend.read() as tx:
         listed = store.listed_sessions(tx, cwd=cwd)
         if not js_trim(query):
             return [SearchResult(info, 0, ()) for _key, info in listed[:limit]]
-        index = _MessageIndex(tx, everything)
+        index = _MessageIndex(tx, everything, _Tails.read(tx, {key for key, _info in listed}))
         sessions = [_candidate(key, info, index) for key, info in listed]
         shown = filter_and_sort(sessions, query, sort)[:limit]
         scored = [(c, match_session(c.fields, c.messages, parsed)) for c in shown]
         found = _hits(tx, index, parsed, [c.key for c in shown], hits)
     return [SearchResult(c.info, score or 0, tuple(found.get(c.key, ()))) for c, score in scored]
+
+
+CATCH_UP_ENTRIES = 2_000
+"""Entries indexed per catch-up transaction at most (a session's are never split below this): on
+PostgreSQL the sessions being indexed cannot take an append until it commits."""
+SEARCH_INDEX = "search_index"
+"""The setting that turns the index off (``off``) and on (``on``, and when unset)."""
+
+
+def catch_up(store: EntryStore) -> int:
+    """Index every committed entry of the store's tenant that the index does not hold yet (none when the
+    index is off); returns how many entries were read. Concurrent catch-ups may index the same entries:
+    a search row already there is kept, a mark only goes up. A failed write (a read-only file, a lock
+    held too long) is not an error: the search reads those entries itself."""
+    with store.backend.read() as tx:
+        if tx.setting(SEARCH_INDEX) == "off":
+            return 0
+        lagging = tx.search_lag()
+    done = 0
+    while lagging:
+        try:
+            with store.backend.write() as tx:
+                budget = CATCH_UP_ENTRIES
+                while lagging and budget > 0:
+                    key, _mark, _count = lagging.pop()
+                    state = tx.lock_for_search(key)
+                    if state is None:
+                        continue  # deleted meanwhile
+                    count, mark = state
+                    rows: list[SearchRow] = []
+                    for first in range(mark, count, CATCH_UP_ENTRIES):
+                        for seq, payload in tx.payloads_between(key, first, min(count, first + CATCH_UP_ENTRIES) - 1):
+                            row = search_row(key, seq, json_loads(payload))
+                            if row is not None:
+                                rows.append(row)
+                        tx.add_search_rows(rows)
+                        rows = []
+                    tx.put_search_mark(key, count)
+                    budget -= count - mark
+                    done += max(0, count - mark)
+        except StoreError:
+            return done
+    return done
+
+
+def search_index_on(store: EntryStore) -> bool:
+    """Whether the database keeps a search index (setting ``search_index``)."""
+    with store.backend.read() as tx:
+        return tx.setting(SEARCH_INDEX) != "off"
+
+
+def set_search_index(store: EntryStore, on: bool) -> int:
+    """Turn the search index on or off, for every tenant of the database. Off: its rows and marks are
+    deleted, no write makes them again, and a search reads every entry of the sessions it searches (the
+    results are the same, slower). On: the index is built again for the store's tenant now (returns the
+    entries read; other tenants' on their next search)."""
+    with store.backend.write() as tx:
+        was_on = tx.setting(SEARCH_INDEX) != "off"
+        tx.put_setting(SEARCH_INDEX, "on" if on else "off")
+        if not on and was_on:
+            tx.clear_search()
+    return catch_up(store) if on else 0
+
+
+class _Tails:
+    """The entries of a search's snapshot that the index does not hold (past their session's mark), with
+    their folded texts: what the search reads itself."""
+
+    def __init__(self, rows: dict[int, list[tuple[int, str, SearchRow]]]) -> None:
+        self.rows = rows
+        """Session key -> ``(seq, stored entry id, search row)`` of its unindexed entries with search text."""
+
+    @classmethod
+    def read(cls, tx: Tx, keys: set[int]) -> _Tails:
+        rows: dict[int, list[tuple[int, str, SearchRow]]] = {}
+        for key, mark, count in tx.search_lag():
+            if key not in keys:
+                continue
+            found = rows[key] = []
+            for first in range(mark, count, CATCH_UP_ENTRIES):
+                for seq, payload in tx.payloads_between(key, first, min(count, first + CATCH_UP_ENTRIES) - 1):
+                    entry = json_loads(payload)
+                    texts = search_texts(entry)
+                    if texts is not None:
+                        found.append((seq, to_db(str(entry.get("id"))),
+                                      SearchRow(key, seq, to_db(texts.role), texts.text, texts.extra)))
+        return cls(rows)
+
+    def holding(self, needle: str, *, everything: bool) -> set[int]:
+        return {key for key, found in self.rows.items()
+                if any(needle in row.text or (everything and needle in row.extra) for _s, _i, row in found)}
+
+    def folded_texts(self, key: int, *, everything: bool) -> list[str]:
+        found = self.rows.get(key, ())
+        if everything:
+            return [t for _s, _i, row in found for t in (row.text, row.extra) if t]
+        return [row.text for _s, _i, row in found if row.text]
+
+    def hits(self, key: int, needles: Sequence[str], *, everything: bool) -> list[HitRow]:
+        return [HitRow(key, seq, entry_id, row.role) for seq, entry_id, row in self.rows.get(key, ())
+                if any(n in row.text or (everything and n in row.extra) for n in needles)]
 
 
 def _check(query: Any, limit: Any, sort: Any, hits: Any) -> None:
@@ -140,9 +252,10 @@ class _MessageIndex:
     """pi's questions about the sessions' message texts, answered for every session at once, one
     query per needle (kept for the search)."""
 
-    def __init__(self, tx: Tx, everything: bool) -> None:
+    def __init__(self, tx: Tx, everything: bool, tails: _Tails) -> None:
         self.tx = tx
         self.everything = everything
+        self.tails = tails
         self._with: dict[str, set[int]] = {}
         self._with_phrase: dict[str, set[int]] = {}
         self._raw: dict[int, list[tuple[str, str, str]]] = {}
@@ -151,8 +264,16 @@ class _MessageIndex:
         """Sessions whose message text holds the whitespace-free ``needle`` (lowercased)."""
         found = self._with.get(needle)
         if found is None:
-            found = self._with[needle] = self.tx.sessions_with_text(index_form(needle), everything=self.everything)
+            stored = index_form(needle)
+            found = self.tx.sessions_with_text(stored, everything=self.everything)
+            found |= self.tails.holding(stored, everything=self.everything)
+            self._with[needle] = found
         return found
+
+    def folded_texts(self, key: int) -> list[str]:
+        """The session's folded texts in append order: the index's, then those of the entries past its mark."""
+        return (self.tx.folded_texts(key, everything=self.everything)
+                + self.tails.folded_texts(key, everything=self.everything))
 
     def holding_phrase(self, phrase: str) -> set[int]:
         """Sessions whose normalised message text holds the normalised ``phrase``."""
@@ -164,7 +285,7 @@ class _MessageIndex:
             across = set.intersection(*(self.holding(word) for word in phrase.split(" "))) - within
             stored = index_form(phrase)  # the others hold every word: read, joined as pi joins them
             found = within | {key for key in across
-                              if stored in " ".join(self.tx.folded_texts(key, everything=self.everything))}
+                              if stored in " ".join(self.folded_texts(key))}
             self._with_phrase[phrase] = found
         return found
 
@@ -236,8 +357,17 @@ def _hits(tx: Tx, index: _MessageIndex, parsed: ParsedQuery, keys: Sequence[int]
         return found
     # (distinct needles, at most HIT_NEEDLES of them: a pasted paragraph is a query of hundreds of words)
     wanted = list(dict.fromkeys(n.value for n in needles(parsed) or ()))[:HIT_NEEDLES]
-    for row in tx.text_hits(keys, [index_form(n) for n in wanted], everything=index.everything,
-                            per_session=per_session):
+    stored = [index_form(n) for n in wanted]
+    rows = tx.text_hits(keys, stored, everything=index.everything, per_session=per_session)
+    if index.tails.rows:  # (the index's hits come before the tail's: its entries are the earlier ones)
+        by_key: dict[int, list[HitRow]] = {}
+        for row in rows:
+            by_key.setdefault(row.session_key, []).append(row)
+        for key in keys:
+            by_key[key] = (by_key.get(key, []) + index.tails.hits(key, stored, everything=index.everything)
+                           )[:per_session]
+        rows = [row for key in sorted(by_key) for row in by_key[key]]
+    for row in rows:
         payload = tx.payload_at(row.session_key, row.seq)
         texts = entry_texts(json_loads(payload)) if payload is not None else None
         text = ""

@@ -1,4 +1,5 @@
-"""``db``: schema management (Alembic): ``upgrade``, ``history``, ``current``, ``check``."""
+"""``db``: schema management (Alembic): ``upgrade``, ``history``, ``current``, ``check``; the database's
+settings: ``search-index``."""
 
 from __future__ import annotations
 
@@ -106,3 +107,21 @@ def check(ctx: Ctx) -> None:
     with _engine(ctx) as engine:
         migrate.check_database(engine)
     say("schema is current")
+
+
+@db.command("search-index")
+@click.argument("state", required=False, type=click.Choice(["on", "off"]))
+@pass_ctx
+@handle_errors
+def search_index(ctx: Ctx, state: str | None) -> None:
+    """Show, or turn on or off, the database's search index (on by default). Off: its rows are deleted
+    and searches read every entry instead (the same results, slower; for a database never searched).
+    On: it is built now."""
+    store = ctx.local_store
+    if state is None:
+        say(f"search index: {'on' if store.search_index_on() else 'off'}")
+    elif state == "off":
+        store.set_search_index(False)
+        say("search index: off (searches read every entry)")
+    else:
+        say(f"search index: on ({store.set_search_index(True):,} entries indexed)")

@@ -298,11 +298,44 @@ class Tx(Protocol):
         ...
 
     def add_search(self, row: SearchRow) -> None:
-        """Insert an entry's search row (its index follows in the same transaction)."""
+        """Insert an entry's search row (its index follows in the same transaction); a row already there
+        is left as it is."""
         ...
 
     def add_usage(self, rows: Sequence[UsageRow]) -> None:
         """Add usage sums to the session's rows of the same key and day (a missing row is created)."""
+        ...
+
+    def search_mark(self, key: int) -> int | None:
+        """How far session ``key``'s search rows go (``next_seq``: 0 when none), ``None`` when the search
+        index is off (setting ``search_index``)."""
+        ...
+
+    def search_lag(self) -> list[tuple[int, int, int]]:
+        """``(key, next_seq, entry_count)`` of the tenant's sessions whose search rows stop before their end."""
+        ...
+
+    def lock_for_search(self, key: int) -> tuple[int, int] | None:
+        """``(entry_count, next_seq)`` of session ``key`` in a write that indexes it, ``None`` when it is
+        gone or going; the session cannot be deleted until the write ends."""
+        ...
+
+    def add_search_rows(self, rows: Sequence[SearchRow]) -> None:
+        """Insert search rows; a row already there (another writer indexed it) is left as it is."""
+        ...
+
+    def put_search_mark(self, key: int, next_seq: int) -> None:
+        """Record that session ``key``'s entries below ``next_seq`` have their search rows (never lowered)."""
+        ...
+
+    def setting(self, name: str) -> str | None:
+        """A setting of the database (``sessionstore_settings``), ``None`` when unset."""
+        ...
+
+    def put_setting(self, name: str, value: str) -> None: ...
+
+    def clear_search(self) -> None:
+        """Delete every search row and mark, of every tenant."""
         ...
 
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:

@@ -984,9 +984,7 @@ class EntryStore:
                 head.stats.add(entry)
                 parent_seq = None if parent_facts is None else parent_facts.seq
                 tx.insert_entry(entry_row(head.key, entry, facts, parent_seq, stored_payload(entry)))
-                search = search_row(head.key, seq, entry)
-                if search is not None:
-                    tx.add_search(search)
+                # (no search row: the index follows the committed entries, catalog.search.catch_up)
                 usage.add(entry, usage_of(entry))
                 placed.append((entry["id"], parent))
                 parent, parent_facts = entry["id"], facts
@@ -1097,6 +1095,9 @@ def _write_entries(
     ``sink``: where the rows go (default: the transaction's bulk sink, a ``COPY`` on PostgreSQL)."""
     usage = UsageBuckets()
     written = _Written()
+    # A bulk write indexes its own entries when the session's search rows reach them (a new session's
+    # do); else, or with the index off, catalog.search.catch_up indexes them later.
+    indexing = tx.search_mark(key) == stats.entry_count
     with sink if sink is not None else tx.bulk_sink() as rows:
         for item in new_entries:
             entry, text = item if isinstance(item, tuple) else (item, None)
@@ -1109,12 +1110,15 @@ def _write_entries(
             written.last_id = entry["id"]
             written.last_facts = facts
             payload = text if text is not None else stored_payload(entry)
-            rows.add(entry_row(key, entry, facts, parent_seq, payload), search_row(key, facts.seq, entry))
+            rows.add(entry_row(key, entry, facts, parent_seq, payload),
+                     search_row(key, facts.seq, entry) if indexing else None)
             if progress is not None and len(index) % PROGRESS_EVERY == 0:
                 progress()
     if progress is not None:
         progress()
     tx.add_usage(usage.rows(key))
+    if indexing:
+        tx.put_search_mark(key, stats.entry_count)
     return written
 
 

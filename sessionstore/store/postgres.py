@@ -53,6 +53,7 @@ from sessionstore.store.sqltx import (
     deleted_source_sql,
     path_sql,
     put_source_sql,
+    search_progress_sql,
     text_hits_params,
     text_hits_sql,
     usage_sums_sql,
@@ -62,6 +63,8 @@ SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+SEARCH_MARKS = "sessionstore_search_marks"
+SETTINGS = "sessionstore_settings"
 SOURCES = "sessionstore_sources"
 DELETED_SOURCES = "sessionstore_deleted_sources"
 ENTRY_ID_UNIQUE = "uq_sessionstore_entries_session_key_entry_id"
@@ -119,7 +122,8 @@ STATEMENTS = Statements(
         " WHERE key = %(key)s"
     ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, USAGE, SOURCES)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s"
+                         for table in (SEARCH, SEARCH_MARKS, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = %(key)s",
     insert_entry=(
@@ -128,6 +132,7 @@ STATEMENTS = Statements(
     ),
     insert_search=(
         f"INSERT INTO {SEARCH} ({', '.join(SearchRow._fields)}) VALUES ({', '.join(['%s'] * len(SearchRow._fields))})"
+        " ON CONFLICT (session_key, seq) DO NOTHING"
     ),
     add_usage=add_usage_sql(USAGE, "%s"),
     facts=f"SELECT {select_list(NodeFacts)} FROM {ENTRIES} WHERE session_key = %(key)s AND entry_id = %(eid)s",
@@ -164,6 +169,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = %(key)s",
     put_source=put_source_sql(SOURCES, "%s"),
+    **search_progress_sql(SESSIONS, SEARCH, SEARCH_MARKS, SETTINGS, "%({})s", key_share="FOR KEY SHARE OF s"),
     **deleted_source_sql(DELETED_SOURCES, "%s", "%(tenant)s"),
     # LIKE, right under any collation (a range would need the C collation's order); the session's part
     # of the (session_key, entry_id) index is read. Code point order, as SQLite's: an exact id comes first.

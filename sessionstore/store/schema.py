@@ -161,8 +161,9 @@ search = Table(
     metadata,
     # The folded search texts of an entry (``models.entry_catalog.search_texts``): ``text`` is what
     # pi's picker searches, ``extra`` the rest. SQLite indexes ``text`` in the FTS5 table
-    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008), PostgreSQL with a
-    # pg_trgm GIN index when the extension can be created; ``extra`` is scanned when asked for.
+    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008, 0017), PostgreSQL with a
+    # pg_trgm GIN index when the extension can be created; ``extra`` is scanned when asked for. Derived
+    # data: written after the entries (``search_marks``), never by an append.
     Column("rowid", SessionKey, Identity(), primary_key=True),
     Column("session_key", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),
@@ -171,6 +172,28 @@ search = Table(
     Column("extra", Text, nullable=False),
     UniqueConstraint("session_key", "seq"),
     ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+)
+
+search_marks = Table(
+    "sessionstore_search_marks",
+    metadata,
+    # How far the search index has caught up with a session (revision 0017): its entries with
+    # ``seq < next_seq`` have their search rows, the later ones not yet. Appends write no search row;
+    # a search indexes what lags first (``catalog.search.catch_up``) and reads what it could not index
+    # from the payloads. A session without a row has none indexed.
+    Column("session_key", BigInteger, nullable=False),
+    Column("next_seq", BigInteger, nullable=False),
+    PrimaryKeyConstraint("session_key"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+)
+
+settings = Table(
+    "sessionstore_settings",
+    metadata,
+    # Settings of the database (revision 0017): ``search_index`` ``on`` (default) or ``off``.
+    Column("name", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    PrimaryKeyConstraint("name"),
 )
 
 sources = Table(

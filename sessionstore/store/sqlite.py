@@ -43,6 +43,7 @@ from sessionstore.store.sqltx import (
     path_slice,
     path_sql,
     put_source_sql,
+    search_progress_sql,
     text_hits_params,
     text_hits_sql,
     usage_sums_sql,
@@ -52,6 +53,8 @@ SESSIONS = "sessionstore_sessions"
 ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
+SEARCH_MARKS = "sessionstore_search_marks"
+SETTINGS = "sessionstore_settings"
 ROWID_SESSION = 2**32
 """A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
 SOURCES = "sessionstore_sources"
@@ -107,7 +110,8 @@ STATEMENTS = Statements(
         " WHERE key = :key"
     ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key" for table in (SEARCH, USAGE, SOURCES)),
+    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key"
+                         for table in (SEARCH, SEARCH_MARKS, USAGE, SOURCES)),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
@@ -116,7 +120,7 @@ STATEMENTS = Statements(
     # The rowid is the session key and seq in one integer (its high and low 32 bits): the FTS5 index
     # gives the sessions of its matches from its own rowids, without reading the search table.
     insert_search=(
-        f"INSERT INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
+        f"INSERT OR IGNORE INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
         f" VALUES (?1 * {ROWID_SESSION} + ?2, ?1, ?2, ?3, ?4, ?5)"
     ),
     add_usage=add_usage_sql(USAGE, "?"),
@@ -148,6 +152,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
+    **search_progress_sql(SESSIONS, SEARCH, SEARCH_MARKS, SETTINGS, ":{}", key_share=""),
     **deleted_source_sql(DELETED_SOURCES, "?", ":tenant"),
     # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
     entry_ids_with_prefix=(

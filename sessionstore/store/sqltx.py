@@ -110,6 +110,24 @@ class Statements:
     """``payloads_between`` of the entries of ``type`` only."""
     tree_links: str
     """``seq, parent_seq`` of every entry of session ``key``, in seq order."""
+    search_mark: str
+    """The ``search_index`` setting and session ``key``'s ``next_seq`` (either ``NULL`` when absent)."""
+    search_lag: str
+    """``key, next_seq, entry_count`` of the tenant's sessions (not marked deleting) whose search rows stop
+    before their last entry (``next_seq`` 0 for a session without a mark)."""
+    lock_for_search: str
+    """``entry_count, next_seq`` of session ``key`` unless it is marked deleting, in a write that indexes it
+    (PostgreSQL: ``FOR KEY SHARE``, so that the session cannot go before its search rows are written)."""
+    put_search_mark: str
+    """Raise session ``key``'s ``next_seq`` to ``seq`` (an upsert; a mark never goes down)."""
+    setting: str
+    """The value of setting ``name``."""
+    put_setting: str
+    """An upsert of setting ``name`` to ``value``."""
+    clear_search_marks: str
+    """Delete every search mark, of every tenant (the index turned off)."""
+    clear_search_rows: str
+    """Delete every search row, of every tenant."""
     notify: str | None = None
     """The announcement of a change of session ``key`` (``kind``: ``changes.ChangeKind``) inside the
     writing transaction, for a database whose watchers are told (``None``: they look; see ``changes``)."""
@@ -207,6 +225,37 @@ class StatementTx:
 
     def add_search(self, row: SearchRow) -> None:
         self.cursor.execute(self.sql.insert_search, row)
+
+    # -- catalog: the search index's progress (catalog.search.catch_up) ----------------------------
+    def search_mark(self, key: int) -> int | None:
+        index, mark = self._one(self.sql.search_mark, {"key": key})
+        return None if index == "off" else int(mark or 0)
+
+    def search_lag(self) -> list[tuple[int, int, int]]:
+        rows = self._all(self.sql.search_lag, {"tenant": self.tenant})
+        return [(int(key), int(mark), int(count)) for key, mark, count in rows]
+
+    def lock_for_search(self, key: int) -> tuple[int, int] | None:
+        row = self._one(self.sql.lock_for_search, {"key": key})
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def add_search_rows(self, rows: Sequence[SearchRow]) -> None:
+        if rows:
+            self.cursor.executemany(self.sql.insert_search, rows)
+
+    def put_search_mark(self, key: int, next_seq: int) -> None:
+        self.cursor.execute(self.sql.put_search_mark, {"key": key, "seq": next_seq})
+
+    def setting(self, name: str) -> str | None:
+        row = self._one(self.sql.setting, {"name": name})
+        return None if row is None else str(row[0])
+
+    def put_setting(self, name: str, value: str) -> None:
+        self.cursor.execute(self.sql.put_setting, {"name": name, "value": value})
+
+    def clear_search(self) -> None:
+        self.cursor.execute(self.sql.clear_search_marks, {})
+        self.cursor.execute(self.sql.clear_search_rows, {})
 
     def add_usage(self, rows: Sequence[UsageRow]) -> None:
         if len(rows) == 1:
@@ -435,3 +484,30 @@ def put_source_sql(table: str, placeholder: str) -> str:
     updates = ", ".join(f"{c} = excluded.{c}" for c in SourceRow._fields[1:])
     return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([placeholder] * len(columns))})"
             f" ON CONFLICT (session_key) DO UPDATE SET {updates}")
+
+
+def search_progress_sql(sessions: str, search: str, marks: str, settings: str, param: str, *,
+                        key_share: str) -> dict[str, str]:
+    """The statements of :class:`Statements` on the search index's progress, for a driver whose named
+    parameter ``x`` is written ``param.format("x")``; ``key_share``: the database's row lock that keeps a
+    session from being deleted while its search rows are written (``""``: its writers are serialised)."""
+    key, seq, name, value = (param.format(p) for p in ("key", "seq", "name", "value"))
+    mark = f"COALESCE((SELECT next_seq FROM {marks} m WHERE m.session_key = s.key), 0)"
+    return {
+        "search_mark": (f"SELECT (SELECT value FROM {settings} WHERE name = 'search_index'),"
+                        f" (SELECT next_seq FROM {marks} WHERE session_key = {key})"),
+        "search_lag": (f"SELECT s.key, {mark}, s.entry_count FROM {sessions} s"
+                       f" WHERE s.tenant = {param.format('tenant')} AND NOT s.deleting AND s.entry_count > {mark}"),
+        "lock_for_search": (f"SELECT s.entry_count, COALESCE((SELECT next_seq FROM {marks} m"
+                            f" WHERE m.session_key = {key}), 0) FROM {sessions} s"
+                            f" WHERE s.key = {key} AND NOT s.deleting")
+                           + (f" {key_share}" if key_share else ""),
+        "put_search_mark": (f"INSERT INTO {marks} (session_key, next_seq) VALUES ({key}, {seq})"
+                            f" ON CONFLICT (session_key) DO UPDATE SET next_seq = excluded.next_seq"
+                            f" WHERE excluded.next_seq > {marks}.next_seq"),
+        "setting": f"SELECT value FROM {settings} WHERE name = {name}",
+        "put_setting": (f"INSERT INTO {settings} (name, value) VALUES ({name}, {value})"
+                        " ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+        "clear_search_marks": f"DELETE FROM {marks}",
+        "clear_search_rows": f"DELETE FROM {search}",
+    }
