@@ -739,7 +739,7 @@ def test_revision_0015_adds_the_rate_windows_and_downgrade_drops_them(engine: En
     migrate.upgrade(engine, "0014")
     with engine.connect() as conn:
         assert "sessionstore_rate_windows" not in inspect(conn).get_table_names()
-    assert migrate.upgrade(engine) == SCHEMA_REVISION == "0015"
+    assert migrate.upgrade(engine) == SCHEMA_REVISION == "0016"
     with SessionStore(url) as store:
         sid = store.create_session(cwd="/w")
         store.append_message(sid, user("a"))

@@ -619,7 +619,7 @@ def test_a_database_at_an_earlier_revision_keeps_every_entry_through_the_head_an
         assert _triggers(engine) == _TRIGGERS_BEFORE_0005[engine.dialect.name]
         migrate.upgrade(engine)
         with engine.connect() as conn:
-            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0015"
+            assert migrate.current_revision(conn) == SCHEMA_REVISION == "0016"
     finally:
         engine.dispose()
     with SessionStore(store.url) as again:
