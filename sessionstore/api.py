@@ -742,6 +742,12 @@ class SessionStore:
 
         return restore_if_archived(self._entries, session_id)
 
+    def archived_ids(self) -> set[str]:
+        """The ids of this tenant's archived sessions (one query; ``ls`` marks them)."""
+        from sessionstore.store.archive import archived_ids
+
+        return archived_ids(self._entries)
+
 
 
 def context_of(
