@@ -260,6 +260,7 @@ class SessionStore:
 
     def export_jsonl(self, session_id: str, fp: IO[bytes]) -> int:
         """Write the session as a v3 file (pi's own lines for imported entries); returns the entries written."""
+        self.restore_if_archived(session_id)
         return self._entries.export_jsonl(session_id, fp)
 
     def write_entry_lines(self, session_id: str, fp: IO[bytes], *, after: int = -1,
@@ -327,6 +328,7 @@ class SessionStore:
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
+        self.restore_if_archived(session_id)
         part = self._entries.context_slice(session_id, leaf_id)
         return context_of(session_id, part.leaf_id, part.path, thinking_entry=part.thinking_entry,
                           model_entry=part.model_entry, provider_safe=provider_safe,
@@ -342,6 +344,7 @@ class SessionStore:
         while small) until the messages are written."""
         from sessionstore.context.stream import write_context_json
 
+        self.restore_if_archived(session_id)
         with self._entries.context_stream(session_id, leaf_id) as part:
             write_context_json(
                 fp,
@@ -578,6 +581,7 @@ class SessionStore:
         ``label`` entry per kept entry that has a label in the whole session (labels set on other
         branches count), in pi's label order, with the timestamp of the entry that set it. The new
         header's ``parentSession`` names this session. Returns the new session's id."""
+        self.restore_if_archived(session_id)
         source = self.session(session_id)
         path = self.path(session_id, leaf_id)
         kept: list[Json] = []
@@ -736,6 +740,21 @@ class SessionStore:
         return watch(self._entries, directory, interval=interval, cycles=cycles, prune=prune, adopt=adopt,
                      include_deleted=include_deleted,
                      on_cycle=on_cycle)
+    # -- retention (SPEC 18; sessionstore.store.archive) ----------------------------------------------
+    def restore_if_archived(self, session_id: str) -> bool:
+        """Restore the session when it is archived (``context``, ``export`` and ``fork`` call it first;
+        an append restores it when it finds the entries gone); whether it was archived.
+        ``ArchiveError`` when its file is missing or damaged (nothing restored)."""
+        from sessionstore.store.archive import restore_if_archived
+
+        return restore_if_archived(self._entries, session_id)
+
+    def archived_ids(self) -> set[str]:
+        """The ids of this tenant's archived sessions (one query; ``ls`` marks them)."""
+        from sessionstore.store.archive import archived_ids
+
+        return archived_ids(self._entries)
+
 
 
 def context_of(

@@ -26,6 +26,7 @@ ErrorCode = Literal[
     "STORE_ERROR",
     "JSONL_INCOMPLETE",
     "SOURCE_CONFLICT",
+    "ARCHIVE_DAMAGED",
 ]
 """The stable codes of the errors in this module (the provider adapter's errors carry its own codes)."""
 
@@ -148,3 +149,10 @@ class StoreError(SessionStoreError):
     """A database operation failed; the driver error is chained as ``__cause__``."""
 
     code = "STORE_ERROR"
+
+
+class ArchiveError(SessionStoreError):
+    """An archived session's file is missing, damaged (its SHA-256 differs from the one recorded) or not
+    the session's: the session stays archived and nothing is restored."""
+
+    code = "ARCHIVE_DAMAGED"

@@ -27,6 +27,7 @@ RUNS = {
     "feeds.py": ["--quick"],
     "workers.py": ["--quick"],  # SQLite (no PostgreSQL here); 1 and 2 workers, client threads and 2 processes
     "soak.py": ["--quick"],  # 6 s, a sample a second
+    "retention.py": ["--size-mb", "12"],  # two sessions
 }
 NEEDS = {"peers.py": "agents"}
 """A script's benchmark-only extra (``.[bench]``), by the module it imports."""

@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 
 from sessionstore.api import SessionStore
-from sessionstore.store import postgres
+from sessionstore.store import archive, postgres, retention
 from sessionstore.store.postgres import ENTRIES, SEARCH, SEARCH_MARKS, SESSIONS, SOURCES, STATEMENTS, USAGE
 from tests.builders import assistant, user
 
 DISTRIBUTED = {SESSIONS: "key", ENTRIES: "session_key", SEARCH: "session_key", USAGE: "session_key",
-               SOURCES: "session_key", SEARCH_MARKS: "session_key"}
+               SOURCES: "session_key", SEARCH_MARKS: "session_key", "sessionstore_archives": "session_key",
+               "sessionstore_holds": "session_key"}
 """The tables distributed on Citus, and the column each is distributed by (the session key)."""
 
 LOOKUPS = {"head", "head_for_update", "session", "export_head"}
@@ -45,6 +46,23 @@ EXTRA_FAN_OUT = {"_SESSIONS_WITH_TEXT": postgres._SESSIONS_WITH_TEXT,
 """The search's fan-out (which sessions hold a text), beside ``STATEMENTS``."""
 
 _TABLE_USE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE|COPY)\s+(\w+)(?:\s+(?!WHERE|ON|SET|WITH|\()(\w+))?", re.I)
+
+
+RETENTION_PER_SESSION = {"archive._SELECT_ARCHIVE": archive._SELECT_ARCHIVE,
+                         "archive._INSERT_ARCHIVE": archive._INSERT_ARCHIVE,
+                         "archive._DELETE_ARCHIVE": archive._DELETE_ARCHIVE,
+                         "archive._DELETE_SEARCH": archive._DELETE_SEARCH,
+                         "archive._DELETE_ENTRIES": archive._DELETE_ENTRIES,
+                         "retention._HOLD": retention._HOLD, "retention._UNHOLD": retention._UNHOLD}
+"""The retention modules' per-session statements (``Tx.run``, in PostgreSQL's style as the backend runs
+them): each names the session key. Their fan-outs (a tenant's holds, archives and candidates, the
+policies) are run by ``retention run`` and ``ls``, not by the per-session operations below."""
+
+
+def test_the_retention_modules_per_session_statements_name_the_session_key() -> None:
+    for name, sql in RETENTION_PER_SESSION.items():
+        pg = postgres.PostgresTx.in_driver_style(sql)
+        assert touches_distributed(pg) and misses_the_key(pg) == [], f"{name}: {pg}"
 
 
 def statements() -> dict[str, str]:
@@ -186,6 +204,7 @@ def test_a_real_run_of_every_per_session_operation_issues_only_the_checked_state
 
     known = {" ".join(sql.split()) for sql in (*statements().values(), postgres._COPY_IN, postgres._COPY_SEARCH_IN,
                                                postgres._COPY_OUT)}
+    known |= {" ".join(postgres.PostgresTx.in_driver_style(sql).split()) for sql in RETENTION_PER_SESSION.values()}
     fan_out_names = {n for n in statements() if _base(n) in FAN_OUT}
     fan_out_sql = {" ".join(statements()[n].split()) for n in fan_out_names} | {
         " ".join(s.split()) for s in EXTRA_FAN_OUT.values()}

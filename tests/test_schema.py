@@ -66,7 +66,9 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
     assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries",
                       "sessionstore_usage", "sessionstore_search", "sessionstore_sources",
                       "sessionstore_deleted_sources", "sessionstore_tokens", "sessionstore_idempotency",
-                      "sessionstore_rate_windows", "sessionstore_search_marks", "sessionstore_settings", *fts}
+                      "sessionstore_rate_windows", "sessionstore_search_marks", "sessionstore_settings",
+                      "sessionstore_retention", "sessionstore_holds", "sessionstore_archives", "sessionstore_erasures",
+                      "sessionstore_leases", *fts}
     assert {"sessionstore_entries_append_only_update", "sessionstore_entries_append_only_delete",
             "sessionstore_entries_no_replace"} <= triggers
 

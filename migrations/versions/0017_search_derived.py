@@ -15,7 +15,7 @@ Downgrade drops the two tables and makes the 0008 FTS table again; since a downg
 search rows with each append again, the sessions whose index lagged are indexed to their end first.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-05
 """
 
@@ -29,7 +29,7 @@ from sessionstore.store.sqlite import ROWID_SESSION
 from sessionstore.wire.codec import json_loads
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 

@@ -12,6 +12,7 @@ from sessionstore.cli.db_cmd import db
 from sessionstore.cli.demo_cmd import demo
 from sessionstore.cli.payload_cmd import payload
 from sessionstore.cli.read_cmd import context, export, ls_cmd, show, tree, validate
+from sessionstore.cli.retention_cmd import archive_cmd, erase, hold, restore_cmd, retention, unhold
 from sessionstore.cli.search_cmd import search
 from sessionstore.cli.serve_cmd import serve
 from sessionstore.cli.stats_cmd import stats
@@ -46,6 +47,13 @@ cli.add_command(rm_cmd)
 cli.add_command(search)
 cli.add_command(stats)
 cli.add_command(sync)
+# retention (SPEC 18)
+cli.add_command(retention)
+cli.add_command(hold)
+cli.add_command(unhold)
+cli.add_command(archive_cmd)
+cli.add_command(restore_cmd)
+cli.add_command(erase)
 # the database, the server and the demo
 cli.add_command(db)
 cli.add_command(serve)

@@ -303,7 +303,8 @@ def command_line_url(given: str) -> str:
 ENV_TOKEN = "SESSIONSTORE_TOKEN"
 """The token (``ss_...``) the commands present to a server named by ``--db http(s)://...``."""
 
-LOCAL_ONLY_COMMANDS = frozenset({"sync", "db", "token", "serve", "demo"})
+LOCAL_ONLY_COMMANDS = frozenset({"sync", "db", "token", "serve", "demo", "retention", "hold", "unhold", "archive",
+                                 "restore", "erase"})
 """Commands that need the database itself: each refuses a server URL before doing anything."""
 
 

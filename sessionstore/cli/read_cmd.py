@@ -35,7 +35,7 @@ from sessionstore.cli.app import (
     write_bytes,
 )
 from sessionstore.store.records import UNSET
-from sessionstore.views import context_payload, json_bytes, session_item, session_list
+from sessionstore.views import archived_marked, context_payload, json_bytes, session_item, session_list
 
 
 @click.command()
@@ -289,6 +289,7 @@ def ls_cmd(ctx: Ctx, cwd: str | None, since: str | None, limit: int | None, sort
         write_bytes(json_bytes(session_list(ctx.store, infos)))
     else:
         gone = {i.source_path for i in infos if i.source_path is not None and not os.path.lexists(i.source_path)}
+        infos = archived_marked(ctx.store, infos)
         filtered = cwd is not None or since is not None or limit is not None  # (short ids: unique in the store)
         say(render.render_sessions(infos, width=terminal_columns(), gone=gone, known_ids=lambda: [
             i.id for i in ctx.store.list_sessions()] if filtered else ()))

@@ -34,9 +34,12 @@ def create_app(config: ServiceConfig) -> FastAPI:
         ops.watch_for_shutdown()
         app.state.store = await _open_store(config.url)
         app.state.rate_limiter = None if config.rate_limit is None else RateLimiter(app.state.store, config.rate_limit)
+        retention = _start_retention(app.state.store, config)
         try:
             yield
         finally:
+            if retention is not None:
+                retention.cancel()
             if getattr(app.state, "feeds", None) is not None:
                 app.state.feeds.close()
             app.state.store.close()
@@ -63,6 +66,20 @@ def create_app(config: ServiceConfig) -> FastAPI:
                                            "Idempotent-Replayed"])
     app.add_middleware(ServiceMiddleware, limits=config.limits)  # (outermost: ids and limits for all)
     return app
+
+
+def _start_retention(store: SessionStore, config: ServiceConfig) -> asyncio.Task[None] | None:
+    """The scheduled retention run (SPEC 18; ``service.retention_task``), unless the interval is 0."""
+    if config.retention_interval <= 0:
+        return None
+    from pathlib import Path
+
+    from sessionstore.service.retention_task import schedule
+    from sessionstore.store.archive import default_archive_dir
+
+    directory = Path(config.archive_dir) if config.archive_dir else default_archive_dir(store.url)
+    return asyncio.get_running_loop().create_task(
+        schedule(store, archive_dir=directory, interval_s=config.retention_interval))
 
 
 async def _open_store(url: str | None) -> SessionStore:

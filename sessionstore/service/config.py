@@ -86,6 +86,10 @@ class ServiceConfig:
     token_cache: float = 1.0
     metrics_public: bool = False
     rate_limit: RateLimit | None = None
+    retention_interval: float = 3600.0
+    """Seconds between the scheduled retention runs (``service.retention_task``; 0: none)."""
+    archive_dir: str | None = None
+    """Where archive files go (None: ``store.archive.default_archive_dir`` of the database)."""
 
     def to_env(self) -> dict[str, str]:
         """The environment a worker process needs to rebuild this configuration."""
@@ -107,4 +111,6 @@ class ServiceConfig:
             token_cache=float(data.get("token_cache", 1.0)),
             metrics_public=bool(data.get("metrics_public", False)),
             rate_limit=RateLimit(**data["rate_limit"]) if data.get("rate_limit") else None,
+            retention_interval=float(data.get("retention_interval", 3600.0)),
+            archive_dir=data.get("archive_dir"),
         )

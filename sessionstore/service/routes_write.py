@@ -301,11 +301,23 @@ async def create_session(request: Request, store: WriterStore,
 
 @router.delete("/sessions/{session_id:id}", status_code=204, response_class=Response, responses=ERRORS,
                openapi_extra=_headers("If-Match", "Idempotency-Key"))
-async def delete_session(session_id: str, request: Request, store: WriterStore, who: CallerDep) -> Response:
-    """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412)."""
+async def delete_session(session_id: str, request: Request, store: WriterStore, who: CallerDep,
+                         erase: bool = False) -> Response:
+    """Delete the session and its entries; with ``If-Match`` only while its leaf is that one (412).
+    ``erase=true`` (an ``admin`` token, else 403): erase it, every trace of it (``sessionstore erase``;
+    SPEC 18), audited with the token's id; on PostgreSQL the VACUUM is left to the scheduled retention
+    run. ``If-Match`` is not taken with ``erase``."""
     expected = bodies.expected_leaf(request)
+    if erase and who.scope != "admin":
+        raise ProblemError(403, "FORBIDDEN", f"a {who.scope!r} token may not erase: erasure needs an admin token")
 
     def delete() -> Response:
+        if erase:
+            from sessionstore.store.erasure import erase_session
+
+            by = "no-auth" if who.token_id is None else f"token:{who.token_id}"
+            erase_session(store._entries, session_id, by=by, vacuum=False)
+            return Response(status_code=204)
         store.delete_session(session_id, expected_leaf=expected)
         return Response(status_code=204)
 

@@ -15,9 +15,9 @@ not the session id); text columns are in their stored form (:mod:`sessionstore.s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import IO, Any, NamedTuple, Protocol
+from typing import IO, Any, Literal, NamedTuple, Protocol
 
 import orjson
 
@@ -255,6 +255,18 @@ class Tx(Protocol):
     """Statements inside one transaction, for one tenant (:class:`Backend`). Methods that write exist
     on every transaction; a read transaction (``Backend.read``) refuses them in the database (SQLite:
     a read-only ``BEGIN`` would fail to upgrade; PostgreSQL: ``READ ONLY``)."""
+
+    @property
+    def dialect(self) -> Literal["sqlite", "postgresql"]:
+        """The database (for what differs by database beyond a statement: SQLite's ``secure_delete``)."""
+        ...
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        """Run one statement kept beside the modules that use it (retention, archive, erasure), written
+        once in sqlite3's named style (``:name``; the backend gives it its driver's style); returns the
+        cursor (``fetchone``, ``fetchall``, ``rowcount``). Per-session statements still name the session
+        key (``tests/test_distribution.py`` checks them)."""
+        ...
 
     # -- sessions ------------------------------------------------------------------------------
     def head(self, session_id: str, *, lock: bool) -> HeadRow | None:

@@ -33,6 +33,7 @@ from sessionstore.models.js import date_ms, iso_string
 from sessionstore.models.rules import cwd_matches, is_compaction, listing_modified_ms, resolve_path
 from sessionstore.models.timestamps import now_iso, now_ms
 from sessionstore.models.wire import JsonObject as Json
+from sessionstore.store.archive import restores_archived
 from sessionstore.store.backend import (
     EntryBrief,
     EntryRow,
@@ -837,6 +838,7 @@ class EntryStore:
         with self.backend.read() as tx:
             return {from_db(path): from_db(sid) for path, sid in tx.deleted_sources().items()}
 
+    @restores_archived
     def append_entry(
         self,
         session_id: str,
@@ -857,6 +859,7 @@ class EntryStore:
             raise InvalidInputError("an entry id must be a non-empty string")
         return self._append(session_id, [fields], expected_leaf, parent_id, entry_id).entries[0][0]
 
+    @restores_archived
     def append_entries(
         self, session_id: str, fields: Sequence[Json], *, expected_leaf: str | _Unset | None = UNSET,
         placed: bool = False,

@@ -207,7 +207,17 @@ _COPY_OUT = f"COPY (SELECT payload FROM {ENTRIES} WHERE session_key = %s ORDER B
 _PGCOPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 
 
+_NAMED_PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+"""A ``:name`` parameter of sqlite3's style (not a ``::type`` cast)."""
+
+
 class PostgresTx(StatementTx):
+    dialect = "postgresql"
+
+    @staticmethod
+    def in_driver_style(sql: str) -> str:
+        return _NAMED_PARAM.sub(r"%(\1)s", sql)
+
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         rows = self._all(_SESSIONS_WITH_TEXT_ALL if everything else _SESSIONS_WITH_TEXT,
                          {"pattern": like_pattern(needle)})

@@ -280,3 +280,67 @@ rate_windows = Table(
     Column("requests", BigInteger, nullable=False),
     PrimaryKeyConstraint("tenant", "window_ms"),
 )
+
+retention = Table(
+    "sessionstore_retention",
+    metadata,
+    # A tenant's retention policy (revision 0016, ``store.retention``): the days of inactivity (the
+    # session's ``active_ms``) after which its sessions are archived, and deleted; null: never.
+    Column("tenant", Text, nullable=False),
+    Column("archive_after_days", Double),
+    Column("delete_after_days", Double),
+    Column("updated_at", Text, nullable=False),
+    PrimaryKeyConstraint("tenant"),
+)
+
+holds = Table(
+    "sessionstore_holds",
+    metadata,
+    # Sessions the retention policy leaves alone (revision 0016, ``sessionstore hold``).
+    Column("session_key", BigInteger, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("held_at", Text, nullable=False),
+    PrimaryKeyConstraint("session_key"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+)
+
+archives = Table(
+    "sessionstore_archives",
+    metadata,
+    # An archived session (revision 0016, ``store.archive``): its entries are in ``file`` (relative to
+    # the archive directory), whose SHA-256 and size are these; ``entries`` it holds. While the row is
+    # there the session's entries may be deleted; it goes only once they are all back.
+    Column("session_key", BigInteger, nullable=False),
+    Column("tenant", Text, nullable=False),
+    Column("file", Text, nullable=False),
+    Column("sha256", Text, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("entries", BigInteger, nullable=False),
+    Column("archived_at", Text, nullable=False),
+    PrimaryKeyConstraint("session_key"),
+    ForeignKeyConstraint(["session_key"], ["sessionstore_sessions.key"], ondelete="CASCADE"),
+    Index("ix_sessionstore_archives_tenant", "tenant"),
+)
+
+erasures = Table(
+    "sessionstore_erasures",
+    metadata,
+    # The audit of erasures (revision 0016, ``store.erasure``): which session, when, by whom (a token id
+    # or an OS user) and how many entries; never anything the session held.
+    Column("id", SessionKey, Identity(), primary_key=True),
+    Column("tenant", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("erased_at", Text, nullable=False),
+    Column("erased_by", Text, nullable=False),
+    Column("entries", BigInteger, nullable=False),
+)
+
+leases = Table(
+    "sessionstore_leases",
+    metadata,
+    # Work one worker does at a time across workers and hosts (revision 0016): who holds it, until when.
+    Column("name", Text, nullable=False),
+    Column("holder", Text, nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+    PrimaryKeyConstraint("name"),
+)

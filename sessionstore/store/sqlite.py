@@ -185,6 +185,8 @@ def fts_phrase(needle: str) -> str:
 
 
 class SqliteTx(StatementTx):
+    dialect = "sqlite"
+
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         if len(needle) >= TRIGRAM:
             rows = self._all(_SESSIONS_WITH_TEXT, {"query": fts_phrase(needle)})

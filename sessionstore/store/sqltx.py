@@ -4,10 +4,10 @@ module writes its own statements and adds what only its database does (bulk sink
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -167,10 +167,21 @@ class StatementTx:
     the primitives that differ by database (``insert_session``, ``bulk_sink``, ``write_payload_lines``)
     and so completes ``Tx``."""
 
+    dialect: Literal["sqlite", "postgresql"]
+
     def __init__(self, cursor: Any, statements: Statements, tenant: str) -> None:
         self.cursor = cursor
         self.sql = statements
         self.tenant = tenant
+
+    def run(self, sql: str, params: Mapping[str, Any] | None = None) -> Any:
+        self.cursor.execute(self.in_driver_style(sql), params or {})
+        return self.cursor
+
+    @staticmethod
+    def in_driver_style(sql: str) -> str:
+        """``sql``, written in sqlite3's named style, in this driver's."""
+        return sql
 
     def _one(self, sql: str, params: dict[str, Any]) -> Any:
         self.cursor.execute(sql, params)

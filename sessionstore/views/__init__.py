@@ -62,8 +62,15 @@ def session_item(store: Store, info: SessionInfo) -> Json:
 
 
 def session_list(store: Store, infos: Iterable[SessionInfo]) -> list[Json]:
-    """``ls --json``'s array: :func:`session_item` of each session, in the given order."""
-    return [session_item(store, info) for info in infos]
+    """``ls --json``'s array: :func:`session_item` of each session, in the given order; an archived
+    session's item also has ``"archived": true`` (SPEC 18; a store that cannot tell marks none)."""
+    items = [session_item(store, info) for info in infos]
+    archived_ids = getattr(store, "archived_ids", None)
+    archived = archived_ids() if items and archived_ids is not None else set()
+    for item in items:
+        if item["id"] in archived:
+            item["archived"] = True
+    return items
 
 
 def import_item(result: ImportResult, *, file: str = "-") -> Json:
@@ -122,3 +129,13 @@ def compaction_plan(store: Store, session_id: str, keep_recent_tokens: int) -> J
     if isinstance(plan, str):
         return {"compact": False, "reason": plan}
     return {"compact": True, **plan.to_json()}
+
+
+def archived_marked(store: Store, infos: list[SessionInfo]) -> list[SessionInfo]:
+    """``ls``'s text table: an archived session shows ``[archived]`` before its name (or first message)."""
+    from dataclasses import replace
+
+    archived_ids = getattr(store, "archived_ids", None)
+    archived = archived_ids() if infos and archived_ids is not None else set()
+    return [replace(i, name=f"[archived] {i.name or i.first_message or ''}".rstrip()) if i.id in archived else i
+            for i in infos]
