@@ -46,7 +46,7 @@ def _whole_in_one_place(store: SessionStore, sid: str, directory: Path, before: 
         return "database"
     assert files == [Path(info.file)]
     with store._entries.backend.read() as tx:
-        assert archive.execute(tx, "SELECT count(*) FROM sessionstore_entries").fetchone()[0] == 0
+        assert tx.run("SELECT count(*) FROM sessionstore_entries").fetchone()[0] == 0
     with gzip.open(info.file, "rb") as fp:
         assert fp.read() == before
     assert _export(store, sid) == before  # (restores it)

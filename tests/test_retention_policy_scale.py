@@ -47,7 +47,7 @@ def test_a_run_over_1000_sessions_acts_on_exactly_the_sessions_the_policy_names(
             sid = store.import_entries(header, entries).session_id
             age = rng.choice([1, 10, 29, 31, 45, 61, 89, 91, 200])
             with store._entries.backend.write() as tx:
-                archive.execute(tx, "UPDATE sessionstore_sessions SET active_ms = :ms"
+                tx.run("UPDATE sessionstore_sessions SET active_ms = :ms"
                                 " WHERE tenant = :t AND id = :sid", {"ms": NOW - age * DAY, "t": tenant, "sid": sid})
             held = n % 7 == 0
             if held:

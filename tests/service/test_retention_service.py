@@ -41,7 +41,7 @@ def test_serve_archives_on_its_schedule_with_one_lease_holder(
         with SessionStore(service_db_url, tenant="sched") as store:
             _until(lambda: archive.archived_ids(store._entries) == set(sids[:2]))
             with store._entries.backend.read() as tx:
-                holders = archive.execute(tx, "SELECT holder FROM sessionstore_leases WHERE name = 'retention'"
+                holders = tx.run("SELECT holder FROM sessionstore_leases WHERE name = 'retention'"
                                           ).fetchall()
             assert len(holders) == 1
             retention.clear_policy(store._entries)
