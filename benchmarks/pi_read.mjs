@@ -13,6 +13,10 @@
 //   stats     open, AgentSession.getSessionStats's counting and usage totals (usage-totals.js)
 //   ls        SessionManager.listAll(dirname(FILE)): the facts of every file in that directory
 //   search    listAll, then the session picker's filterAndSortSessions(sessions, ARG, "relevance")
+//   time      pi's resume timed inside this process, ARG times (default 3): open the file, move the leaf
+//             to the header's leafId when it has one (sessionstore's export writes it; pi itself takes the
+//             last entry), buildSessionContext(), convertToLlm(); prints {"ms": [each run], "messages": N,
+//             "llm": N} (the first run is the one a resuming pi pays: code not yet compiled)
 //
 // pi is loaded from SESSIONSTORE_PI_DIR (a node_modules directory holding @earendil-works/*).
 import { dirname, join } from "node:path";
@@ -33,6 +37,21 @@ if (op === "context" || op === "validate") {
   const context = sm.buildSessionContext();
   const llm = convertToLlm(context.messages);
   if (op === "context") out({ ...context, llm });
+} else if (op === "time") {
+  const { convertToLlm } = await load("core/messages.js");
+  const ms = [];
+  let counts = {};
+  for (let run = 0; run < Number(arg ?? 3); run++) {
+    const start = performance.now();
+    const sm = open();
+    const leafId = sm.getHeader()?.leafId;
+    if (leafId) sm.branch(leafId);
+    const context = sm.buildSessionContext();
+    const llm = convertToLlm(context.messages);
+    ms.push(performance.now() - start);
+    counts = { messages: context.messages.length, llm: llm.length };
+  }
+  out({ ms, ...counts });
 } else if (op === "tree") {
   writeTree(open().getTree());
 } else if (op === "show") {

@@ -7,23 +7,33 @@ of the main path; ``compacted``: linear with a compaction every ~500 entries who
 JSONL file, and times with warm caches (best and median of ``--repeat`` runs after one warm-up,
 see ``measure``; ratios and targets use the best times, medians are printed alongside):
 
-- resume: ``store.context(session_id)`` in a freshly opened ``SessionStore`` (reads the path from
-  the leaf, for a compacted session only from the kept point on plus the entries that set thinking
-  level and model; then builds, validates and projects the context);
+- resume: ``store.context(session_id)`` in a ``SessionStore(url, entry_cache_bytes=0)`` (no cache:
+  every run is a first resume, a cold one; reads the path from the leaf, for a compacted session only
+  from the kept point on plus the entries that set thinking level and model; then decodes, builds,
+  validates and projects the context);
+- again: the same in a ``SessionStore`` with its default entry cache that resumed the session once
+  before (the entries are read and decoded again; those whose stored text was checked before are not
+  checked again: ``sessionstore.context.entry_cache``);
 - slice: ``store.context_slice(session_id)`` alone (the database part of resume);
 - baseline: pi's way, in memory: read the whole JSONL file, ``json.loads`` every line, index every
   entry by id, walk ``parentId`` from the leaf to the root, then ``build_session_context`` (pi's
   buildSessionContext: settings scan + compaction) and ``convert_to_llm`` (pi's convertToLlm);
 - baseline-orjson: the same with ``orjson.loads`` (a faster parser than pi's Python equivalent
-  would use; shown so the ratio is not only a ``json`` module artefact).
+  would use; shown so the ratio is not only a ``json`` module artefact);
+- pi node: pi 1.6 itself on the same file, timed inside its node process (``node
+  benchmarks/pi_read.mjs time FILE N``: ``SessionManager.open``, the leaf moved to the header's
+  ``leafId``, ``buildSessionContext``, ``convertToLlm``); best of ``--repeat`` runs in one process (its
+  first run, the one a resuming pi pays, is printed as "pi 1st"). Needs node and
+  ``SESSIONSTORE_PI_DIR`` (pi 1.6's node_modules); without them the columns are ``-``.
 
 pi takes the last entry of the file as the leaf; for ``branchy`` the leaf is not the last entry, so
 the baseline uses the ``leafId`` that ``export_jsonl`` writes in the header (pi ignores it) so that
 both sides resume the same leaf. Both contexts are checked to be equal (messages, llm roles,
 thinking level, model).
 
-Target (from the issue): for 100,000-entry compacted sessions resume is >= 100x faster than the
-baseline, and its time grows < 2x from 10,000 to 100,000 entries.
+Targets (from the issues): for 100,000-entry compacted sessions resume is >= 100x faster than the
+baseline, and its time grows < 2x from 10,000 to 100,000 entries; for the 100,000-entry linear and
+branchy sessions (issue 25) resume <= 1.5x pi node's best time, and again < 1.0x.
 
     python benchmarks/resume.py [--sizes 1000,10000,100000] [--repeat 5] [--keep DIR]
 """
@@ -33,8 +43,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -149,8 +161,11 @@ class Row:
     messages: int
     slice: Timing
     resume: Timing
+    again: Timing
     baseline: Timing
     baseline_orjson: Timing
+    pi_node: Timing | None
+    pi_first_ms: float | None
 
     @property
     def ratio(self) -> float:
@@ -205,6 +220,23 @@ def build(workdir: Path, size: int) -> tuple[Path, dict[str, int]]:
     return db, lengths
 
 
+PI_READ = Path(__file__).resolve().parent / "pi_read.mjs"
+
+
+def pi_node(jsonl: Path, runs: int, messages: int) -> tuple[Timing, float] | None:
+    """pi 1.6's own resume of ``jsonl`` timed in its node process: (best and median of the runs after
+    the first, the first run's ms); ``None`` without node or ``SESSIONSTORE_PI_DIR``."""
+    if not os.environ.get("SESSIONSTORE_PI_DIR") or shutil.which("node") is None:
+        return None
+    done = subprocess.run(["node", str(PI_READ), "time", str(jsonl), str(runs + 1)], check=True,
+                          capture_output=True, text=True)
+    report = json.loads(done.stdout)
+    if report["messages"] != messages:
+        raise AssertionError(f"{jsonl.name}: pi's context has {report['messages']} messages, the store's {messages}")
+    ms = report["ms"]
+    return Timing(statistics.median(ms[1:]), min(ms[1:])), ms[0]
+
+
 def check_same(shape: str, size: int, ours: Any, pi: PiContext) -> None:
     problems = []
     if len(ours.messages) != len(pi.messages):
@@ -229,7 +261,8 @@ def run_size(workdir: Path, size: int, repeat: int) -> list[Row]:
     db, lengths = build(workdir, size)
     log(f"size {size}: built in {time.perf_counter() - began:.0f}s")
     rows: list[Row] = []
-    store = SessionStore(f"sqlite:///{db}")  # fresh store: nothing cached from the build
+    store = SessionStore(f"sqlite:///{db}", entry_cache_bytes=0)  # every resume a first one
+    cached = SessionStore(f"sqlite:///{db}")  # its entry cache warmed by measure's warm-up
     lower = EntryStore(f"sqlite:///{db}")  # the layer below, for the database part alone
     try:
         for shape in SHAPES:
@@ -244,6 +277,10 @@ def run_size(workdir: Path, size: int, repeat: int) -> list[Row]:
             )
             del part
             resume_t, ours = measure(partial(store.context, sid), repeat)
+            cached._entry_cache.clear()
+            again_t, _again = measure(partial(cached.context, sid), repeat)
+            del _again
+            node = pi_node(jsonl, repeat, len(ours.messages))
             base_t, pi = measure(partial(pi_resume, jsonl), repeat)
             base_oj_t, pi_oj = measure(partial(pi_resume, jsonl, orjson.loads), repeat)
             check_same(shape, size, ours, pi)
@@ -253,12 +290,14 @@ def run_size(workdir: Path, size: int, repeat: int) -> list[Row]:
                     f"{shape} {size}: pi's path has {pi.path_length} entries, expected {lengths[shape]}"
                 )
             rows.append(
-                Row(shape, size, lengths[shape], read, len(ours.messages), slice_t, resume_t, base_t, base_oj_t)
+                Row(shape, size, lengths[shape], read, len(ours.messages), slice_t, resume_t, again_t, base_t,
+                    base_oj_t, node[0] if node else None, node[1] if node else None)
             )
             log(f"  {shape:9} {size:>7}: timed in {time.perf_counter() - began:.0f}s")
             del ours, pi, pi_oj
     finally:
         store.close()
+        cached.close()
         lower.close()
     return rows
 
@@ -278,9 +317,13 @@ def print_table(rows: list[Row], repeat: int) -> None:
         f" over {SLOW_MS / 1000:.0f} s), median in parentheses; ratio = baseline / resume (best times: the"
         " machine may be shared, and noise only adds time)"
     )
+    print("again = resume in a store that resumed the session before (entry cache); pi node = pi 1.6's own"
+          " resume in its node process (best of the runs after its first, median; pi 1st = its first run);"
+          " x pi = resume / pi node, again / pi node (best times)")
     head = (
         f"{'shape':9} {'entries':>8} {'path':>7} {'read':>7} {'ctx msgs':>8} {'slice ms':>16} {'resume ms':>16}"
-        f" {'baseline ms':>18} {'ratio':>8} {'base-orjson ms':>18} {'ratio':>8}"
+        f" {'again ms':>16} {'baseline ms':>18} {'ratio':>8} {'base-orjson ms':>18} {'ratio':>8}"
+        f" {'pi node ms':>18} {'pi 1st':>7} {'x pi':>12}"
     )
     print(head)
     print("-" * len(head))
@@ -291,14 +334,31 @@ def print_table(rows: list[Row], repeat: int) -> None:
     for row in sorted(rows, key=lambda r: (SHAPES.index(r.shape), r.entries)):
         print(
             f"{row.shape:9} {row.entries:>8,} {row.path:>7,} {row.read:>7,} {row.messages:>8,}"
-            f" {t(row.slice):>16} {t(row.resume):>16}"
+            f" {t(row.slice):>16} {t(row.resume):>16} {t(row.again):>16}"
             f" {t(row.baseline):>18} {row.ratio:>7.1f}x {t(row.baseline_orjson):>18} {row.ratio_orjson:>7.1f}x"
+            + (f" {t(row.pi_node):>18} {row.pi_first_ms:>7.0f}"
+               f" {row.resume.min_ms / row.pi_node.min_ms:>5.2f}/{row.again.min_ms / row.pi_node.min_ms:.2f}x"
+               if row.pi_node is not None and row.pi_first_ms is not None else f" {'-':>18} {'-':>7} {'-':>12}")
         )
 
 
 def print_targets(rows: list[Row]) -> bool:
     compacted = {r.entries: r for r in rows if r.shape == "compacted"}
     ok = True
+    for row in rows:
+        if row.entries != 100_000 or row.shape == "compacted":
+            continue
+        if row.pi_node is None:
+            print(f"target: {row.shape} 100k resume vs pi node: not measured (no node or SESSIONSTORE_PI_DIR)")
+            continue
+        cold, again = row.resume.min_ms / row.pi_node.min_ms, row.again.min_ms / row.pi_node.min_ms
+        ok &= cold <= 1.5 and again < 1.0
+        print(
+            f"target: {row.shape} 100k resume <= 1.5x pi node: {cold:.2f}x ({row.resume.min_ms:.0f} ms vs"
+            f" {row.pi_node.min_ms:.0f} ms; pi's first run {row.pi_first_ms:.0f} ms)"
+            f" -> {'MET' if cold <= 1.5 else 'NOT MET'};"
+            f" again < 1.0x: {again:.2f}x ({row.again.min_ms:.0f} ms) -> {'MET' if again < 1.0 else 'NOT MET'}"
+        )
     big = compacted.get(100_000)
     if big is not None:
         met = big.ratio >= 100

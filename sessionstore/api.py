@@ -25,6 +25,7 @@ from sessionstore.context.compaction import (
     plan_compaction,
     plan_or_reason,
 )
+from sessionstore.context.entry_cache import DEFAULT_ENTRY_CACHE_BYTES, DecodedPath, EntryCache
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
 from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
@@ -48,6 +49,8 @@ from sessionstore.store.records import (
 )
 from sessionstore.store.tenant import DEFAULT_TENANT
 from sessionstore.validate import Diagnostic
+from sessionstore.wire.codec import json_loads
+from sessionstore.wire.jsjson import gc_paused
 
 if TYPE_CHECKING:
     # (the pydantic models are imported where a message or an entry is checked, the search and stats
@@ -112,18 +115,25 @@ class SessionStore:
     sync, import, fork and delete is that tenant's only, and another tenant's session is one that does
     not exist. A name is 1-64 characters of ``A-Z a-z 0-9 . _ -``, not starting with ``.`` or ``-``
     (else ``InvalidInputError``). :meth:`for_tenant` gives another tenant's store on the same database.
+
+    ``entry_cache_bytes`` (default 128 MiB; 0: none): the bound of the store's memory of the stored
+    entries it checked (:mod:`sessionstore.context.entry_cache`), shared with its :meth:`for_tenant`
+    stores: a resume of a session read before checks again only the entries it has not seen.
     """
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True, tenant: str = DEFAULT_TENANT) -> None:
+                 create: bool = True, tenant: str = DEFAULT_TENANT,
+                 entry_cache_bytes: int = DEFAULT_ENTRY_CACHE_BYTES) -> None:
+        self._entry_cache = EntryCache(entry_cache_bytes)
         self._entries = EntryStore(url, durability=durability, upgrade=upgrade, create=create, tenant=tenant)
         self.url = self._entries.url
 
     @classmethod
-    def _over(cls, entries: EntryStore) -> SessionStore:
+    def _over(cls, entries: EntryStore, entry_cache: EntryCache | None = None) -> SessionStore:
         """The store's operations on an :class:`EntryStore` opened by the caller (the async store opens
         one on an event loop's connections)."""
         store = cls.__new__(cls)
+        store._entry_cache = EntryCache() if entry_cache is None else entry_cache
         store._entries = entries
         store.url = entries.url
         return store
@@ -142,7 +152,7 @@ class SessionStore:
         """The store of ``tenant`` on this store's database, engine and connections: cheap (no new
         engine, no schema check; a server makes one per request). Closing it leaves the database open
         for this store, whose :meth:`close` closes it (the views then fail)."""
-        return SessionStore._over(self._entries.for_tenant(tenant))
+        return SessionStore._over(self._entries.for_tenant(tenant), self._entry_cache)
 
     def close(self) -> None:
         self._entries.close()
@@ -329,10 +339,14 @@ class SessionStore:
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
         self.restore_if_archived(session_id)
-        part = self._entries.context_slice(session_id, leaf_id)
-        return context_of(session_id, part.leaf_id, part.path, thinking_entry=part.thinking_entry,
-                          model_entry=part.model_entry, provider_safe=provider_safe,
-                          transform_context=transform_context)
+        texts = self._entries.context_texts(session_id, leaf_id)
+        cache = self._entry_cache
+        with gc_paused():  # (a long path is many small containers, none in a cycle: see gc_paused)
+            decoded = cache.decode(texts.path)
+            return context_of(session_id, texts.leaf_id, decoded.entries,
+                              thinking_entry=_decoded(texts.thinking_entry), model_entry=_decoded(texts.model_entry),
+                              provider_safe=provider_safe, transform_context=transform_context,
+                              checked=(cache, decoded))
 
     def write_context_json(
         self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET, provider_safe: bool = False
@@ -766,17 +780,29 @@ def context_of(
     model_entry: Mapping[str, Any] | None = None,
     provider_safe: bool = False,
     transform_context: TransformContext | None = None,
+    checked: tuple[EntryCache, DecodedPath] | None = None,
 ) -> ContextResult:
     """The context at the end of ``path`` (the entries root..``leaf_id``, or the part of it from the
     compaction on with the entries that set thinking level and model), validated and projected: what
-    :meth:`SessionStore.context` returns, for any holder of the path (the remote client)."""
-    from sessionstore.validate import validate_transcript  # (the validators load with the first context)
+    :meth:`SessionStore.context` returns, for any holder of the path (the remote client).
+
+    ``checked``: the store's cache and the path as it decoded it (:class:`EntryCache`): messages whose
+    stored text passed the check before are not checked again, and the verdicts found are remembered."""
+    from sessionstore.validate.transcript import validate_messages  # (loaded with the first context)
 
     built = build_session_context(path, thinking_entry=thinking_entry, model_entry=model_entry)
     diagnostics = list(built.diagnostics)
-    diagnostics.extend(
-        validate_transcript(built.messages, entry_ids=built.entry_ids, known_roles=known_roles() - BUILTIN_ROLES)
-    )
+    roles = known_roles() - BUILTIN_ROLES
+    if checked is None:
+        found, _verdicts = validate_messages(built.messages, [None] * len(built.messages),
+                                             entry_ids=built.entry_ids, known_roles=roles)
+    else:
+        cache, decoded = checked
+        known = decoded.known
+        prior = [known.get(id(message)) for message in built.messages] if known else [None] * len(built.messages)
+        found, verdicts = validate_messages(built.messages, prior, entry_ids=built.entry_ids, known_roles=roles)
+        cache.learn(decoded, built.messages, verdicts)
+    diagnostics.extend(found)
     projection = project(
         built.messages,
         built.entry_ids,
@@ -798,6 +824,10 @@ def context_of(
 
 __all__ = ["DEFAULT_TENANT", "ContextResult", "ImportResult", "SessionInfo", "SessionStore", "SyncResult", "TreeNode",
            "message_to_wire"]
+
+
+def _decoded(text: str | bytes | None) -> Json | None:
+    return None if text is None else dict(json_loads(text))
 
 
 def message_to_wire(message: WireModel | AgentMessageDict | Mapping[str, Any]) -> AgentMessageDict:

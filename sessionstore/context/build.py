@@ -25,7 +25,7 @@ from typing import Any
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
 from sessionstore.models.roles import role_of
-from sessionstore.models.rules import sets_model, sets_thinking_level
+from sessionstore.models.rules import sets_model
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
 
@@ -301,15 +301,45 @@ def build_session_context(
     ``thinking_entry``/``model_entry``: the entries that last set thinking level / model *before*
     ``path`` starts, when ``path`` is only the tail of the real path.
     """
-    # The latest entry that sets each wins: found from the end (the model usually in the last few).
-    thinking_source = next((e for e in reversed(path) if sets_thinking_level(e)), thinking_entry)
-    model_source = next((e for e in reversed(path) if sets_model(e)), model_entry)
+    # One pass finds what the context needs to know first: the latest entry that sets each setting
+    # (sets_thinking_level, sets_model), and whether a compaction or an edit changes the plain plan.
+    thinking_source, model_source = thinking_entry, model_entry
+    plain = True
+    for entry in path:
+        kind = entry.get("type")
+        if kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                model_source = entry
+        elif kind == "thinking_level_change":
+            thinking_source = entry
+        elif kind == "model_change":
+            model_source = entry
+        elif kind == "compaction" or kind == "context_edit":
+            plain = False
     thinking_level, model = settings(thinking_source, model_source)
     context = SessionContext(messages=[], entry_ids=[], thinking_level=thinking_level, model=model)
     if not path:
         return context
     context.leaf_id = _id(path[-1])
     messages, entry_ids = context.messages, context.entry_ids
+    if plain:  # no compaction, no edit: every entry is a context entry, as it is (context_entry_messages)
+        add_message, add_id = messages.append, entry_ids.append
+        for entry in path:
+            if entry.get("type") == "message":
+                message = entry.get("message")
+                if type(message) is dict and message.get("content") is not None:
+                    add_message(message)
+                    entry_id = entry.get("id")
+                    add_id(entry_id if isinstance(entry_id, str) else None)
+                    continue
+            projected = _entry_projection(entry, False, {}, context.diagnostics)
+            if projected:
+                entry_id = _id(entry)
+                for message in projected:
+                    add_message(message)
+                    add_id(entry_id)
+        return context
     chosen, edits = _context_plan(path, context.diagnostics)
     for index, entry in enumerate(chosen):
         projected = context_entry_messages(entry, index == 0, edits, context.diagnostics)

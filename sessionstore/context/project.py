@@ -254,6 +254,16 @@ def project(
     else:
         origin = list(range(len(messages)))
     llm: list[Json] = []
+    if transformed is messages and not provider_safe_repairs:
+        # (convert_message without the calls: a provider role's message is itself, the common case)
+        add = llm.append
+        for message in messages:
+            role = message.get("role") if type(message) is dict else None
+            if type(role) is str and role in PROVIDER_ROLES:
+                add(message)
+            else:
+                llm.extend(convert_message(message))
+        return Projection(llm=llm, diagnostics=diagnostics)
     sources: list[int] = []
     for index, message in enumerate(transformed):
         for projected in convert_message(message):

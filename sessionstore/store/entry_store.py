@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Self
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Self
 
 from sessionstore.errors import (
     DuplicateIdError,
@@ -80,6 +80,7 @@ from sessionstore.store.sources import (
 from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
+from sessionstore.wire.jsjson import gc_paused
 from sessionstore.wire.migrate import CURRENT_VERSION
 
 if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
@@ -654,21 +655,28 @@ class EntryStore:
     def context_slice(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextSlice:
         """The part of the path that the context at ``leaf_id`` needs, read in one recursive query
         bounded by the depth at which the context starts, plus the two settings entries before it."""
+        texts = self.context_texts(session_id, leaf_id)
+        with gc_paused():  # (100,000 decoded entries: see gc_paused)
+            return ContextSlice(texts.leaf_id, decode_payloads(texts.path), _decoded(texts.thinking_entry),
+                                _decoded(texts.model_entry))
+
+    def context_texts(self, session_id: str, leaf_id: str | _Unset | None = UNSET) -> ContextTexts:
+        """:meth:`context_slice` with every entry as its stored JSON text, not decoded (the caller
+        decodes them, and may know some of the texts already)."""
         with self._session_read(session_id) as (tx, row):
             leaf = row.leaf_id if isinstance(leaf_id, _Unset) else leaf_id
             facts = self._leaf_facts(tx, row, session_id, leaf_id)
             if leaf is None or facts is None:
-                return ContextSlice(None, [], None, None)
+                return ContextTexts(None, [], None, None)
             path_rows = tx.path(row.key, facts.seq, from_depth=facts.ctx_depth)
             first_seq = path_rows.first_seq if path_rows.first_seq is not None else facts.seq
             extra: dict[int, str | None] = {}
             for seq in (facts.thinking_seq, facts.model_seq):
                 if seq is not None and seq < first_seq and seq not in extra:
                     extra[seq] = tx.payload_at(row.key, seq)
-        path = decode_payloads(path_rows.payloads)
-        thinking = _decoded(extra.get(facts.thinking_seq)) if facts.thinking_seq in extra else None
-        model = _decoded(extra.get(facts.model_seq)) if facts.model_seq in extra else None
-        return ContextSlice(leaf, path, thinking, model)
+        thinking = extra.get(facts.thinking_seq) if facts.thinking_seq in extra else None
+        model = extra.get(facts.model_seq) if facts.model_seq in extra else None
+        return ContextTexts(leaf, path_rows.payloads, thinking, model)
 
     def tree(self, session_id: str) -> list[TreeNode]:
         """The whole tree: roots in append order, children in append order, labels resolved, and the
@@ -1288,6 +1296,16 @@ class StreamedSlice:
     entries: Iterator[tuple[Json, bool]]
 
 
+class ContextTexts(NamedTuple):
+    """:class:`ContextSlice` as stored: each entry's JSON text (``str``, or ``bytes`` of UTF-8 where the
+    driver gives them undecoded)."""
+
+    leaf_id: str | None
+    path: list[str] | list[bytes]
+    thinking_entry: str | bytes | None
+    model_entry: str | bytes | None
+
+
 def _payloads_in_order(tx: Tx, key: int, wanted: Iterator[int]) -> Iterator[Json]:
     """The decoded payloads of the seqs ``wanted`` yields, in that order: consecutive seqs are read as one
     range, at most ``STREAM_PAGE`` at a time."""
@@ -1325,7 +1343,7 @@ def stored_payload(entry: Json) -> str:
     return text
 
 
-def _decoded(text: str | None) -> Json | None:
+def _decoded(text: str | bytes | None) -> Json | None:
     return None if text is None else dict(json_loads(text))
 
 

@@ -49,6 +49,8 @@ class ToolResultRecord(NamedTuple):
 
 def link_tool_rounds(calls: Sequence[ToolCallRecord], results: Sequence[ToolResultRecord]) -> list[Finding]:
     """The linkage findings for calls and results given in transcript order, sorted by message index."""
+    if _every_round_complete(calls, results):
+        return []
     ordered: list[tuple[int, int, int, Finding]] = []
 
     def add(message_index: int, block_index: int, code: LinkageCode, message: str) -> None:
@@ -126,3 +128,25 @@ def link_tool_rounds(calls: Sequence[ToolCallRecord], results: Sequence[ToolResu
 
     ordered.sort(key=lambda item: item[:3])
     return [finding for *_, finding in ordered]
+
+
+def _every_round_complete(calls: Sequence[ToolCallRecord], results: Sequence[ToolResultRecord]) -> bool:
+    """Whether every record is well formed, every call id unique and answered by exactly one later result
+    naming the same tool: the common transcript, of which :func:`link_tool_rounds` finds nothing (one
+    pass over each list, no findings to sort)."""
+    calls_by_id: dict[str, tuple[int, str | None]] = {}
+    for call in calls:
+        if not call.well_formed:
+            return False
+        calls_by_id[call.call_id] = (call.message_index, call.name)
+    if len(calls_by_id) != len(calls) or len(results) != len(calls):
+        return False
+    answered: set[str] = set()
+    for result in results:
+        call_id = result.call_id
+        found = calls_by_id.get(call_id)
+        if (not result.well_formed or found is None or found[0] > result.message_index
+                or found[1] != result.tool_name or call_id in answered):
+            return False
+        answered.add(call_id)
+    return True

@@ -106,6 +106,23 @@ def scan_plain_message(scan: ShapeScan, index: int, raw: object) -> bool:
     return True
 
 
+Verdict = tuple[tuple[tuple[int, str, str], ...], tuple[str, str] | None]
+"""What checking a message found when the compiled rules accepted it (nothing to report): its tool calls
+as (block index, id, name) and, for a toolResult, its (toolCallId, toolName): the records it adds to
+the linkage pass, all that its validation contributes."""
+
+
+def plain_verdict(raw: object) -> Verdict | None:
+    """The :data:`Verdict` of a message the compiled rules accept; ``None`` leaves it to
+    :func:`scan_message_fully`. Never raises."""
+    calls: Calls = []
+    if not plainly_valid(raw, calls):
+        return None
+    if raw["role"] == "toolResult":  # type: ignore[index]
+        return tuple(calls), (raw["toolCallId"], raw["toolName"])  # type: ignore[index]
+    return tuple(calls), None
+
+
 def scan_message_fully(scan: ShapeScan, index: int, raw: object) -> None:
     """The full rules for one message: every problem reported, the readable tool records recorded."""
     path = message_path(index)

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from sessionstore.validate import _linkage, _shape
 from sessionstore.validate._finding import Finding
+from sessionstore.validate._linkage import ToolCallRecord, ToolResultRecord
 from sessionstore.validate._read import Unreadable, describe_exception, exact_str, read_sequence
 from sessionstore.validate.diagnostic import Diagnostic
 
@@ -49,6 +50,51 @@ def validate_transcript(
             Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
         )
     return tuple(_diagnostic(finding, ids) for finding in findings)
+
+
+def validate_messages(
+    messages: Sequence[object],
+    verdicts: Sequence[_shape.Verdict | None],
+    *,
+    entry_ids: Sequence[str | None] | None = None,
+    known_roles: Iterable[str] | None = None,
+) -> tuple[tuple[Diagnostic, ...], list[_shape.Verdict | None]]:
+    """:func:`validate_transcript` of a list of messages some of which were proved before: where
+    ``verdicts[i]`` is not ``None``, message ``i`` is one the compiled rules accepted with that
+    verdict (the same message: the caller vouches for it, e.g. by the stored text it was decoded from)
+    and is not checked again; its tool records go to the linkage pass. Returns the diagnostics,
+    exactly :func:`validate_transcript`'s, and every message's verdict (``None`` where the full rules
+    read it: something to report, or not plain data), for the caller to remember."""
+    ids: tuple[str | None, ...] = ()
+    scan: _shape.ShapeScan | None = None
+    found: list[_shape.Verdict | None] = []
+    try:
+        ids = _entry_ids(entry_ids)
+        scan = _shape.ShapeScan(_roles(known_roles))
+        add_call, add_result, remember = scan.calls.append, scan.results.append, found.append
+        plain_verdict = _shape.plain_verdict
+        for index, message in enumerate(messages):
+            verdict = verdicts[index]
+            if verdict is None:
+                verdict = plain_verdict(message)
+                if verdict is None:
+                    _shape.scan_message_fully(scan, index, message)
+                    remember(None)
+                    continue
+            calls, result = verdict
+            for block_index, call_id, name in calls:
+                add_call(ToolCallRecord(index, block_index, call_id, name, True))
+            if result is not None:
+                add_result(ToolResultRecord(index, result[0], result[1], True))
+            remember(verdict)
+        findings = [*scan.findings, *_linkage.link_tool_rounds(scan.calls, scan.results)]
+    except Exception as exc:
+        findings = list(scan.findings) if scan is not None else []
+        findings.append(
+            Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
+        )
+        found.extend([None] * (len(messages) - len(found)))
+    return tuple(_diagnostic(finding, ids) for finding in findings), found
 
 
 def _diagnostic(finding: Finding, ids: tuple[str | None, ...]) -> Diagnostic:

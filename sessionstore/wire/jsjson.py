@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import math
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from json.encoder import encode_basestring  # C speed: escapes as JSON.stringify does, surrogates aside
@@ -454,19 +455,51 @@ def js_item(value: Any, depth: int) -> bytes | memoryview:
     return b"," + newline_at(depth) + js_dumpb_nested(value, depth)
 
 
+_pause_lock = threading.Lock()
+_pauses = 0
+_enable_after = False
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a streamed writer's loop, back on after (when it was on): the
-    loop makes and drops many small containers (decoded payloads, trees without cycles) that reference
-    counting frees, and the collector's passes over them and over what the caller holds cost a third
-    of the time of a large session's ``context --json``. A cycle made meanwhile is collected after."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """The cyclic garbage collector off for a loop that makes many containers, back on after: a streamed
+    writer's loop, or a resume decoding a long path (its objects are trees without cycles, freed by
+    reference counting). With the collector on, its passes over them and over what the caller holds
+    cost a third of a large session's ``context --json`` and half of a 100,000-entry resume. A cycle
+    made meanwhile is collected after.
+
+    Re-entrant and shared by threads: the first pause to start records whether collection was on and
+    turns it off, the last to end turns it back on only if it was on then (``finally``: also when the
+    body raises); a caller that had collection off keeps it off. (Collection turned off by other code
+    while a pause is on is turned back on when the last pause ends: ``gc`` has no owner to ask.)
+
+    What the pause allocated and kept (a resume's messages: ~500,000 containers for 100,000 messages)
+    would be scanned by the first young collection after it, and again by the next middle one (0.1 s
+    each at that size): when more than :data:`PROMOTE_AFTER` containers were kept, the last pause to
+    end moves them to the oldest generation unscanned instead (``gc.freeze()`` then ``gc.unfreeze()``,
+    which is that move and nothing else), where only a full collection looks at them. Not when the
+    process has frozen objects of its own (``gc.get_freeze_count()``): those stay frozen."""
+    global _pauses, _enable_after
+    with _pause_lock:
+        if _pauses == 0:
+            _enable_after = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0:
+                if gc.get_count()[0] > PROMOTE_AFTER and gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
+                if _enable_after:
+                    gc.enable()
+
+
+PROMOTE_AFTER = 100_000
+"""Containers a pause must have kept before :func:`gc_paused` promotes them unscanned."""
 
 
 class JsonPieces:
