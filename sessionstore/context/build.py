@@ -24,15 +24,10 @@ from typing import Any
 
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
-from sessionstore.models.roles import role_of
+from sessionstore.models.roles import BLOCK_TEXT_ROLES, EDITABLE_ROLES, role_of
 from sessionstore.models.rules import sets_model
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
-
-EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
-"""Roles whose ``content`` a non-null context edit replaces (pi's ``projectContextEntry``)."""
-_BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
-"""Roles for which a string replacement becomes one text block."""
 
 
 @dataclass(slots=True)
@@ -280,7 +275,7 @@ def apply_edit(messages: list[Any], edit: Mapping[str, Any]) -> list[Any]:
         if role not in EDITABLE_ROLES:
             projected.append(message)
             continue
-        new_content = [{"type": "text", "text": content}] if role in _BLOCK_CONTENT_ROLES and isinstance(
+        new_content = [{"type": "text", "text": content}] if role in BLOCK_TEXT_ROLES and isinstance(
             content, str
         ) else content
         copy = {**message, "content": new_content}

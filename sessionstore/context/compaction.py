@@ -17,15 +17,13 @@ from sessionstore.context.build import ProjectedEntry, entry_messages, project_e
 from sessionstore.context.system import current_system_message
 from sessionstore.models import js
 from sessionstore.models.js import MISSING
-from sessionstore.models.roles import role_of
+from sessionstore.models.roles import CUT_POINT_ROLES, TURN_START_ROLES, role_of
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.jsjson import js_dumps
 
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
 IMAGE_CHARS = 4_800  # pi: images count as 4,800 chars (1,200 tokens)
-_CUT_POINT_ROLES = frozenset({"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"})
-_TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 
 
 def js_len(text: str) -> int:
@@ -136,13 +134,13 @@ def context_tokens(path: Sequence[Mapping[str, Any]]) -> int:
 
 def _is_cut_point(entry: ProjectedEntry) -> bool:
     return entry.source.get("type") != "compaction" and any(
-        role_of(m) in _CUT_POINT_ROLES for m in entry.messages
+        role_of(m) in CUT_POINT_ROLES for m in entry.messages
     )
 
 
 def _is_turn_start(entry: ProjectedEntry) -> bool:
     return entry.source.get("type") != "compaction" and any(
-        role_of(m) in _TURN_START_ROLES for m in entry.messages
+        role_of(m) in TURN_START_ROLES for m in entry.messages
     )
 
 

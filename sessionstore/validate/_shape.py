@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from sessionstore.models.roles import BUILTIN_ROLES
 from sessionstore.models.wire import ContentBlockDict
 from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind, kind_of
 from sessionstore.validate._fast import Calls, plainly_valid
@@ -41,11 +42,7 @@ from sessionstore.validate._read import (
 )
 from sessionstore.validate.codes import ShapeCode
 
-BUILTIN_ROLES: Final = frozenset(
-    {"system", "user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"}
-)
-"""Roles with built-in shape rules: pi 1.6's four provider roles and its coding-agent app roles."""
-assert frozenset(MESSAGE_FIELDS) == BUILTIN_ROLES
+assert frozenset(MESSAGE_FIELDS) == BUILTIN_ROLES  # (roles with built-in shape rules: models.roles.BUILTIN)
 
 _BLOCK_TYPES: Final = frozenset(kind_of(list[ContentBlockDict]).variants)
 _TOOL_CALL_KEYS: Final = frozenset({"type", "id", "name", "arguments"})

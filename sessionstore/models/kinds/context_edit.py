@@ -7,11 +7,9 @@ from typing import Any, Literal, TypedDict
 from sessionstore.errors import EntryNotFoundError, InvalidInputError
 from sessionstore.models.content import WireModel
 from sessionstore.models.kinds.base import EntryBase, EntryBaseDict, EntryKind, SessionView, plain_json
+from sessionstore.models.roles import BLOCK_TEXT_ROLES, EDIT_TARGET_ROLES
 from sessionstore.models.wire import ContentBlockDict
 from sessionstore.models.wire import JsonObject as Json
-
-EDITABLE_ROLES = ("user", "assistant", "toolResult")
-"""The message roles whose content a context edit may replace (and a ``custom_message``)."""
 
 
 class ContextEditReplacementDict(TypedDict):
@@ -70,11 +68,11 @@ def check(view: SessionView, entry: Json) -> None:
         raise InvalidInputError(f"Entry {target_id} is not on the active branch")
     message = target.get("message")
     role = message.get("role") if target.get("type") == "message" and isinstance(message, dict) else None
-    if target.get("type") != "custom_message" and role not in EDITABLE_ROLES:
+    if target.get("type") != "custom_message" and role not in EDIT_TARGET_ROLES:
         raise InvalidInputError(f"Entry {target_id} does not contribute editable model content")
     replacement = entry.get("replacement")
     content = replacement.get("content") if isinstance(replacement, dict) else None
-    if isinstance(replacement, dict) and role in ("assistant", "toolResult") and isinstance(content, str):
+    if isinstance(replacement, dict) and role in BLOCK_TEXT_ROLES and isinstance(content, str):
         entry["replacement"] = {**replacement, "content": [{"type": "text", "text": replacement["content"]}]}
 
 

@@ -12,6 +12,7 @@ from sessionstore.models.kinds.base import EntryBase, EntryBaseDict, EntryKind
 from sessionstore.models.problems import format_validation_error
 from sessionstore.models.wire import AgentMessageDict
 from sessionstore.models.wire import JsonObject as Json
+from sessionstore.models.wire_shape import MESSAGE_FIELDS
 
 
 class MessageEntryDict(EntryBaseDict):
@@ -60,14 +61,13 @@ def build(entry: Mapping[str, Any], where: str) -> Json:
     return {"type": "message", "message": message_to_wire(entry["message"])}
 
 
+_PYTHON_TYPES = {"string": str, "array": list, "object": dict, "number": float, "boolean": bool}
 _CONTENT: dict[str, tuple[type, ...]] = {
-    "user": (str, list),
-    "assistant": (list,),
-    "toolResult": (list,),
-    "system": (str, list),
-    "custom": (str, list),
+    role: tuple(_PYTHON_TYPES[t] for t in sorted(field.kind.types) if t in _PYTHON_TYPES)
+    for role, fields in MESSAGE_FIELDS.items() for field in fields if field.key == "content" and field.required
 }
-"""The content each role's context conversion reads (pi 1.6 normalises missing content)."""
+"""Role -> what its TypedDict says its ``content`` holds (the context conversion reads it; pi 1.6
+normalises missing content): the roles that have one."""
 
 
 def problems(entry: Mapping[str, Any]) -> list[str]:
