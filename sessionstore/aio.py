@@ -57,6 +57,7 @@ from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, Typ
 from sessionstore.api import ContextResult, Leaf, SessionStore
 from sessionstore.catalog.defaults import DEFAULT_INTERVAL, HITS_PER_SESSION
 from sessionstore.context.compaction import DEFAULT_KEEP_RECENT_TOKENS, CompactionPlan
+from sessionstore.context.entry_cache import DEFAULT_ENTRY_CACHE_BYTES, EntryCache
 from sessionstore.context.project import TransformContext
 from sessionstore.errors import StoreError
 from sessionstore.models.wire import AgentMessageDict
@@ -361,7 +362,8 @@ class AsyncSessionStore:
     another tenant's store on the same database and workers."""
 
     def __init__(self, url: str | None = None, *, durability: Durability = "full", upgrade: bool | None = None,
-                 create: bool = True, tenant: str = DEFAULT_TENANT, workers: int | None = None) -> None:
+                 create: bool = True, tenant: str = DEFAULT_TENANT,
+                 entry_cache_bytes: int = DEFAULT_ENTRY_CACHE_BYTES, workers: int | None = None) -> None:
         from sessionstore.store.location import default_url
 
         self.tenant = check_tenant(tenant)
@@ -385,12 +387,13 @@ class AsyncSessionStore:
                 from sessionstore.store.entry_store import EntryStore
 
                 return SessionStore._over(EntryStore(url, durability=durability, upgrade=upgrade, create=create,
-                                                     on_event_loop=True, tenant=tenant))
+                                                     on_event_loop=True, tenant=tenant),
+                                          EntryCache(entry_cache_bytes))
 
             self._runner = _OnLoop(open_on_loop, count)
         else:
             self._runner = _Threads(lambda: SessionStore(url, durability=durability, upgrade=upgrade, create=create,
-                                                         tenant=tenant), count)
+                                                         tenant=tenant, entry_cache_bytes=entry_cache_bytes), count)
         self._closed = False
         self._watches: set[_Stop] = set()
         """The stops of the ``watch_sync`` calls under way (:meth:`close` sets them)."""
@@ -718,6 +721,22 @@ class AsyncSessionStore:
                                expected_leaf=expected_leaf)
 
     # -- stats ---------------------------------------------------------------------------------
+    async def search_index_on(self) -> bool:
+        """Whether the database keeps a search index (``SessionStore.search_index_on``)."""
+        return await self._run(SessionStore.search_index_on)
+
+    async def set_search_index(self, on: bool) -> int:
+        """Turn the database's search index off or on (``SessionStore.set_search_index``)."""
+        return await self._run(SessionStore.set_search_index, on)
+
+    async def restore_if_archived(self, session_id: str) -> bool:
+        """Restore the session when it is archived (``SessionStore.restore_if_archived``)."""
+        return await self._run(SessionStore.restore_if_archived, session_id)
+
+    async def archived_ids(self) -> set[str]:
+        """The ids of this tenant's archived sessions (``SessionStore.archived_ids``)."""
+        return await self._run(SessionStore.archived_ids)
+
     async def stats(self, session_id: str) -> SessionStatsReport:
         """What pi 1.6's ``/session`` shows of the session (``getSessionStats``)."""
         return await self._run(SessionStore.stats, session_id)
