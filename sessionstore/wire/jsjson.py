@@ -259,28 +259,6 @@ def _with_js_numbers(value: Any) -> Any:
     return root
 
 
-def _numbers_written_alike(out: bytes) -> bool:
-    """Whether every number in orjson's text ``out`` (written with ``OPT_STRICT_INTEGER``: no integer
-    past 2**53) is written as JavaScript writes it: orjson differs only for an integral float, which it
-    ends with ``.0`` ("5.0", "-0.0"), and for one it writes with an exponent ("1e-6", "1e+16"; always
-    signed). So the text holding neither ``.0`` before a non-digit nor a digit before ``e-``/``e+``
-    settles it without a walk of the value (scans at memory speed; such text inside a string is a false
-    alarm, and the walk decides)."""
-    find = out.find
-    at = find(b".0")
-    while at != -1:
-        if not 48 <= out[at + 2 : at + 3].ljust(1)[0] <= 57:
-            return False
-        at = find(b".0", at + 2)
-    for exponent in (b"e-", b"e+"):
-        at = find(exponent)
-        while at != -1:
-            if at and 48 <= out[at - 1] <= 57:
-                return False
-            at = find(exponent, at + 2)
-    return True
-
-
 def _orjson(value: Any, indented: bool) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_STRICT_INTEGER if indented
                         else orjson.OPT_STRICT_INTEGER)
@@ -403,8 +381,6 @@ def js_dumpb(value: Any, *, indent: int | None = None) -> bytes:
     except TypeError:
         pass
     else:
-        if _numbers_written_alike(out):
-            return out if unit is None else _reindent(out, unit, 0)
         fixed = _patched_numbers(value)
         if fixed is not value:
             out = _orjson(fixed, indented)
@@ -465,13 +441,6 @@ def js_item(value: Any, depth: int) -> bytes | memoryview:
     bounds = _ITEM_BOUNDS.get(depth)
     if bounds is not None:
         try:
-            out = _orjson(_wrapped(value, depth), True)
-        except TypeError:  # not plain data, too deep, an integer past 2**53: as js_dumpb does it
-            return b"," + newline_at(depth) + js_dumpb_nested(value, depth)
-        start, tail = bounds
-        if _numbers_written_alike(out):
-            return memoryview(out)[start : len(out) - tail]
-        try:
             fixed = _patch(value)
         except (_Unusual, RecursionError):  # not plain data, or deep (or a cycle): as js_dumpb does it
             pass
@@ -481,6 +450,7 @@ def js_item(value: Any, depth: int) -> bytes | memoryview:
             except TypeError:
                 pass
             else:
+                start, tail = bounds
                 return memoryview(out)[start : len(out) - tail]
     return b"," + newline_at(depth) + js_dumpb_nested(value, depth)
 
