@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -82,6 +83,12 @@ def _start_retention(store: SessionStore, config: ServiceConfig) -> asyncio.Task
         schedule(store, archive_dir=directory, interval_s=config.retention_interval))
 
 
+WORKER_ENTRY_CACHE_BYTES = 32 << 20
+"""The bound of a worker's memory of the entries it checked (``SessionStore(entry_cache_bytes=...)``; the
+library's default is 128 MiB): a worker serves every tenant from one store and stays well under its
+300 MB target with it (the soak measured 145-185 MB without the cache)."""
+
+
 async def _open_store(url: str | None) -> SessionStore:
     """The worker's store. While the database cannot be reached (a worker started again by ``serve
     --workers N`` during an outage) it tries again, up to every 2 s, instead of failing: uvicorn's
@@ -91,7 +98,8 @@ async def _open_store(url: str | None) -> SessionStore:
     delay = 0.1
     while True:
         try:
-            return await anyio.to_thread.run_sync(SessionStore, url)
+            return await anyio.to_thread.run_sync(
+                functools.partial(SessionStore, url, entry_cache_bytes=WORKER_ENTRY_CACHE_BYTES))
         except errors.StoreError as exc:
             if not (url or "").startswith("postgresql") or not _unreachable(exc) or ops.draining():
                 raise
