@@ -156,14 +156,7 @@ def run_cmd(ctx: Ctx, tenant: str | None, dry_run: bool, archive_dir: Path | Non
 @handle_errors
 def hold(ctx: Ctx, session: str, as_json: bool) -> None:
     """Exempt SESSION from the retention policy (never archived or deleted by it) until unhold."""
-    from sessionstore.store import retention as policies
-
-    sid = ctx.session_id(session)
-    new = policies.hold(_entries(ctx), sid)
-    if as_json:
-        emit_json({"sessionId": sid, "held": True, "changed": new})
-    else:
-        say(f"held {sid}" if new else f"{sid} was held already", err=True)
+    _set_hold(ctx, session, True, as_json)
 
 
 @click.command("unhold")
@@ -173,14 +166,20 @@ def hold(ctx: Ctx, session: str, as_json: bool) -> None:
 @handle_errors
 def unhold(ctx: Ctx, session: str, as_json: bool) -> None:
     """Let the retention policy apply to SESSION again."""
+    _set_hold(ctx, session, False, as_json)
+
+
+def _set_hold(ctx: Ctx, session: str, held: bool, as_json: bool) -> None:
     from sessionstore.store import retention as policies
 
     sid = ctx.session_id(session)
-    was = policies.unhold(_entries(ctx), sid)
+    changed = (policies.hold if held else policies.unhold)(_entries(ctx), sid)
     if as_json:
-        emit_json({"sessionId": sid, "held": False, "changed": was})
+        emit_json({"sessionId": sid, "held": held, "changed": changed})
+    elif held:
+        say(f"held {sid}" if changed else f"{sid} was held already", err=True)
     else:
-        say(f"released {sid}" if was else f"{sid} was not held", err=True)
+        say(f"released {sid}" if changed else f"{sid} was not held", err=True)
 
 
 @click.command("archive")
