@@ -927,7 +927,8 @@ class EntryStore:
             try:  # before the transaction: the shape does not depend on the parent (a string or None)
                 parse_entry(entry)
             except ValidationError as exc:
-                raise InvalidInputError(f"{where}bad {kind!r} entry: {format_validation_error(exc)}") from None
+                problem = format_validation_error(exc, tagged=True)  # (the kind's tag leads every location)
+                raise InvalidInputError(f"{where}bad {kind!r} entry: {problem}") from None
             entries.append(entry)
             places.append(place)
         given = [p.id for p in places if p.id is not None]
