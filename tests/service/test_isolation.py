@@ -264,3 +264,18 @@ def test_the_tenant_feed_never_carries_another_tenants_sessions(
         assert not any(MARKER in text or A_SESSION in text for text in seen), seen
     finally:
         watched.close()
+
+
+def test_an_erase_with_another_tenants_admin_token_answers_as_for_a_missing_id(
+        server: Server, tenants: tuple[httpx.Client, httpx.Client]) -> None:
+    """``DELETE ?erase=true`` needs an admin token (issue 26): another tenant's admin gets what a missing
+    id gets, and the session, its entries and its audit stay as they were."""
+    a, _ = tenants
+    before = _export(a)
+    with server.client(server.token("beta", "admin")) as b_admin:
+        probed = b_admin.delete(f"/v1/sessions/{A_SESSION}?erase=true")
+        control = b_admin.delete(f"/v1/sessions/{UNUSED}?erase=true")
+    assert probed.status_code == 404, (probed.status_code, probed.text)
+    assert _shape(probed, A_SESSION) == _shape(control, UNUSED)
+    assert MARKER not in probed.text
+    assert _export(a) == before
