@@ -28,7 +28,7 @@ from sessionstore.context.compaction import (
 from sessionstore.context.entry_cache import DEFAULT_ENTRY_CACHE_BYTES, DecodedPath, EntryCache
 from sessionstore.context.project import TransformContext
 from sessionstore.context.system import current_system_message
-from sessionstore.errors import InvalidCompactionError, InvalidInputError, LeafConflictError
+from sessionstore.errors import EntryNotFoundError, InvalidCompactionError, InvalidInputError, LeafConflictError
 from sessionstore.models import js
 from sessionstore.models.ids import new_entry_id
 from sessionstore.models.roles import BUILTIN_ROLES, known_roles
@@ -36,7 +36,7 @@ from sessionstore.models.timestamps import iso_to_ms, now_iso
 from sessionstore.models.wire import AgentMessageDict, ProviderMessageDict
 from sessionstore.models.wire import JsonObject as Json
 from sessionstore.store.engine import Durability
-from sessionstore.store.entry_store import EntryStore, new_header
+from sessionstore.store.entry_store import ContextTexts, EntryStore, new_header
 from sessionstore.store.records import (
     UNSET,
     AppendResult,
@@ -338,8 +338,7 @@ class SessionStore:
         """Resume: the context at ``leaf_id`` (default: the session's leaf), validated and projected.
 
         Reads only the part of the path the context needs (see ``EntryStore.context_slice``)."""
-        self.restore_if_archived(session_id)
-        texts = self._entries.context_texts(session_id, leaf_id)
+        texts = self._context_texts(session_id, leaf_id)
         cache = self._entry_cache
         with gc_paused():  # (a long path is many small containers, none in a cycle: see gc_paused)
             decoded = cache.decode(texts.path)
@@ -347,6 +346,19 @@ class SessionStore:
                               thinking_entry=_decoded(texts.thinking_entry), model_entry=_decoded(texts.model_entry),
                               provider_safe=provider_safe, transform_context=transform_context,
                               checked=(cache, decoded))
+
+    def _context_texts(self, session_id: str, leaf_id: Leaf) -> ContextTexts:
+        """The texts a resume reads; an archived session (no entry under its leaf, or none named
+        ``leaf_id``) is restored and read again: no query of its own on the resume's path."""
+        try:
+            texts = self._entries.context_texts(session_id, leaf_id)
+        except EntryNotFoundError:
+            if not self.restore_if_archived(session_id):
+                raise
+            return self._entries.context_texts(session_id, leaf_id)
+        if texts.leaf_id is not None and not texts.path and self.restore_if_archived(session_id):
+            return self._entries.context_texts(session_id, leaf_id)
+        return texts
 
     def write_context_json(
         self, session_id: str, fp: IO[bytes], *, leaf_id: Leaf = UNSET, provider_safe: bool = False

@@ -73,10 +73,14 @@ def test_context_export_append_and_fork_restore_an_archived_session_first(
         store: SessionStore, branched: str, tmp_path: Path) -> None:
     before = _exported(store, branched)
     context = store.context(branched).to_json()
-    for use in ("context", "export", "append", "fork"):
+    first = store.entries(branched)[0]["id"]
+    at_first = store.context(branched, leaf_id=first).to_json()
+    for use in ("context", "context at an entry", "export", "append", "fork"):
         archive.archive_session(store._entries, branched, archive_dir=tmp_path)
         if use == "context":
             assert store.context(branched).to_json() == context
+        elif use == "context at an entry":
+            assert store.context(branched, leaf_id=first).to_json() == at_first
         elif use == "export":
             assert _exported(store, branched) == before
         elif use == "append":
