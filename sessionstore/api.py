@@ -418,9 +418,7 @@ class SessionStore:
                 parent_id: Leaf = UNSET, entry_id: str | None = None) -> str:
         from sessionstore.models.kinds import entry_fields
 
-        fields = entry_fields(entry)
-        if "timestamp" in entry:
-            fields["timestamp"] = entry["timestamp"]
+        fields = entry_fields(entry, keep=("timestamp",))
         return self._entries.append_entry(session_id, fields, expected_leaf=expected_leaf, parent_id=parent_id,
                                           entry_id=entry_id)
 
@@ -520,11 +518,9 @@ class SessionStore:
         for index, entry in enumerate(entries):
             where = f"entries[{index}]."
             try:
-                one = entry_fields(entry, where=where)
+                fields.append(entry_fields(entry, where=where, keep=PLACE_KEYS))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"entries[{index}]: {exc}") from None
-            one.update((key, entry[key]) for key in PLACE_KEYS if key in entry)
-            fields.append(one)
         return self._entries.append_entries(session_id, fields, expected_leaf=expected_leaf, placed=True)
 
     def append_label(

@@ -575,9 +575,7 @@ class RemoteSessionStore:
         route. A refusal reads as the library's, without the batch's ``entries[0]`` place."""
         from sessionstore.models.kinds import entry_fields
 
-        fields = entry_fields(entry)
-        if "timestamp" in entry:
-            fields["timestamp"] = entry["timestamp"]
+        fields = entry_fields(entry, keep=("timestamp",))
         if entry_id is not None:
             fields["id"] = entry_id
         try:

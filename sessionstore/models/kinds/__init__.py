@@ -161,11 +161,12 @@ def entry_problems(entry: Mapping[str, Any]) -> list[str]:
 
 
 # -- appends ---------------------------------------------------------------------------------------
-def entry_fields(entry: Any, *, where: str = "") -> Json:
+def entry_fields(entry: Any, *, where: str = "", keep: tuple[str, ...] = ()) -> Json:
     """The fields the store writes for the pi v3 entry object ``entry``: its kind's builder's (``type``
-    first, then the kind's fields in pi's order), then any unknown fields unchanged; ``id``,
-    ``parentId`` and ``timestamp`` are left to the caller. Raises ``InvalidInputError`` for a
-    non-object, a header, an unknown type, or what the kind refuses before reading the session."""
+    first, then the kind's fields in pi's order), then any unknown fields unchanged, then those of the
+    place keys (``id``, ``parentId``, ``timestamp``) named in ``keep`` that ``entry`` gives (the others
+    are the store's to fill). Raises ``InvalidInputError`` for a non-object, a header, an unknown type,
+    or what the kind refuses before reading the session."""
     if not isinstance(entry, Mapping):
         raise InvalidInputError(f"an entry must be an object, got {type(entry).__name__}")
     name = entry.get("type")
@@ -176,6 +177,7 @@ def entry_fields(entry: Any, *, where: str = "") -> Json:
     for key, value in entry.items():
         if key not in kind.known and key not in PLACE_KEYS:
             fields[key] = plain_json(value, f"{where}{key}")
+    fields.update((key, entry[key]) for key in keep if key in entry)
     return fields
 
 
