@@ -482,10 +482,10 @@ class AsyncSessionStore:
 
     async def search(self, query: str, *, cwd: str | None = None, limit: int | None = None,
                      sort: SortOrder = "relevance", everything: bool = False,
-                     hits: int = HITS_PER_SESSION) -> list[SearchResult]:
+                     hits: int = HITS_PER_SESSION, archived: bool = False) -> list[SearchResult]:
         """The sessions pi 1.6's session picker shows for ``query`` (``SessionStore.search``)."""
         return await self._run(SessionStore.search, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
-                               hits=hits)
+                               hits=hits, archived=archived)
 
     async def header(self, session_id: str) -> SessionHeaderDict:
         """pi's ``getHeader``: the session's header line."""

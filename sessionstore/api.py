@@ -218,6 +218,7 @@ class SessionStore:
         sort: SortOrder = "relevance",
         everything: bool = False,
         hits: int = HITS_PER_SESSION,
+        archived: bool = False,
     ) -> list[SearchResult]:
         """The sessions pi 1.6's session picker shows for ``query`` (plain tokens, ``"phrases"``,
         ``re:regex``; every token must match the name, id, cwd or messages), ordered by pi's relevance
@@ -225,11 +226,13 @@ class SessionStore:
         ``everything`` also searches what pi does not (thinking, tool calls and results, bash, summaries,
         custom messages), which the index does not hold: slower (a scan of the search rows). Reads the
         search index, not the payloads (a ``re:`` query reads the entries of the sessions whose name, id
-        and cwd do not decide it). See :mod:`sessionstore.catalog.search`."""
+        and cwd do not decide it). Archived sessions are left out unless ``archived``: then their files
+        are read too (they stay archived; each result says whether its session is). See
+        :mod:`sessionstore.catalog.search`."""
         from sessionstore.catalog.search import search_sessions
 
         return search_sessions(self._entries, query, cwd=cwd, limit=limit, sort=sort, everything=everything,
-                               hits=hits)
+                               hits=hits, archived=archived)
 
     def search_index_on(self) -> bool:
         """Whether the database keeps a search index (on by default; :meth:`set_search_index`)."""

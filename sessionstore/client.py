@@ -426,12 +426,13 @@ class RemoteSessionStore:
     # -- search and stats ----------------------------------------------------------------------
     def search(self, query: str, *, cwd: str | None = None, limit: int | None = None,
                sort: SortOrder = "relevance", everything: bool = False,
-               hits: int = HITS_PER_SESSION) -> list[SearchResult]:
+               hits: int = HITS_PER_SESSION, archived: bool = False) -> list[SearchResult]:
         """The search route's results, each with its session's info (one GET per result: the route's
         ``search --json`` names a session by id; a session deleted in between is left out).
         ``limit=None`` (no limit, as the library's) is sent as the largest limit the route takes."""
         params: dict[str, Any] = {"q": query, "limit": NO_LIMIT if limit is None else limit, "sort": sort,
-                                  "everything": str(everything).lower(), "hits": hits}
+                                  "everything": str(everything).lower(), "hits": hits,
+                                  "archived": str(archived).lower()}
         if cwd is not None:
             params["cwd"] = cwd
         found: list[SearchResult] = []

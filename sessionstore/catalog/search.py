@@ -28,12 +28,16 @@ of each entry (``models.entry_catalog``: thinking, tool calls and results, bash,
 system messages), in the same tier as the messages; the index holds only pi's part, so the rest is
 scanned. Each result carries up to ``hits`` matching entries (entry id, role, a snippet of the
 entry's own text).
+
+An archived session (SPEC 18: its entries moved to a file, its search rows dropped) is searched only with
+``archived=True``: its file is read for its entries' texts, which stand in for the index as a lagging
+entry's do (:class:`_Tails`). Without it the search leaves archived sessions out.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -48,9 +52,10 @@ from sessionstore.catalog.search_rules import (
     needles,
     parse_query,
 )
-from sessionstore.errors import InvalidInputError, StoreError
-from sessionstore.models.entry_catalog import entry_texts, index_form, search_texts
+from sessionstore.errors import ArchiveError, InvalidInputError, StoreError
+from sessionstore.models.entry_catalog import SearchTexts, entry_texts, folded_texts, index_form, search_texts
 from sessionstore.models.js_text import JS_WHITESPACE, js_trim, to_units
+from sessionstore.store.archive import archive_files, archived_entries
 from sessionstore.store.backend import HitRow, SearchRow, Tx, search_row
 from sessionstore.store.dbtext import from_db, to_db
 from sessionstore.store.records import SessionInfo
@@ -91,16 +96,20 @@ class SearchResult:
     session: SessionInfo
     score: float
     hits: tuple[SearchHit, ...]
+    archived: bool = False
+    """The session is archived (found by a search with ``archived=True``)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"sessionId": self.session.id, "score": self.score, "hits": [h.to_json() for h in self.hits]}
+        found = {"sessionId": self.session.id, "score": self.score, "hits": [h.to_json() for h in self.hits]}
+        return {**found, "archived": True} if self.archived else found
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any], session: SessionInfo) -> SearchResult:
         """The inverse of :meth:`to_json`, which names the session by its id only: ``session`` is its info."""
         if session.id != item["sessionId"]:
             raise InvalidInputError(f"search result of {item['sessionId']!r} given the info of {session.id!r}")
-        return cls(session, item["score"], tuple(SearchHit.from_json(h) for h in item["hits"]))
+        return cls(session, item["score"], tuple(SearchHit.from_json(h) for h in item["hits"]),
+                   item.get("archived") is True)
 
 
 def search_sessions(
@@ -112,10 +121,12 @@ def search_sessions(
     sort: SortOrder = "relevance",
     everything: bool = False,
     hits: int = HITS_PER_SESSION,
+    archived: bool = False,
 ) -> list[SearchResult]:
     """The sessions pi's session picker shows for ``query`` (its query syntax: tokens, ``"phrases"``,
     ``re:``), by pi's relevance score or, with ``sort="recent"``, in list order (newest activity
     first); at most ``limit``. ``cwd``: only the sessions of that directory (as ``list_sessions``).
+    ``archived``: archived sessions too, their files read (else they are left out).
     Raises :class:`InvalidInputError` for a query pi shows nothing for because it is not valid (an
     empty or invalid regex) or that this port cannot run as JavaScript would."""
     _check(query, limit, sort, hits)
@@ -124,16 +135,33 @@ def search_sessions(
         raise InvalidInputError(f"bad query {query!r}: {parsed.error}")
     if js_trim(query):
         catch_up(store)
+    files: dict[int, tuple[str, str]] = {}
+    try:
+        return _search(store, query, parsed, cwd, limit, sort, everything, hits, archived, files)
+    except ArchiveError:
+        with store.backend.read() as tx:
+            if not archived or archive_files(tx, store.tenant) == files:
+                raise
+    # (a session was restored or archived again after the snapshot began, its file gone: once more, in a new one)
+    return _search(store, query, parsed, cwd, limit, sort, everything, hits, archived, {})
+
+
+def _search(store: EntryStore, query: str, parsed: ParsedQuery, cwd: str | None, limit: int | None,
+            sort: SortOrder, everything: bool, hits: int, archived: bool, files: dict[int, tuple[str, str]]
+            ) -> list[SearchResult]:
+    """The search in one snapshot; ``files`` is filled with the snapshot's archived sessions."""
     with store.backend.read() as tx:
-        listed = store.listed_sessions(tx, cwd=cwd)
+        files.update(archive_files(tx, store.tenant))
+        listed = [(key, info) for key, info in store.listed_sessions(tx, cwd=cwd) if archived or key not in files]
         if not js_trim(query):
-            return [SearchResult(info, 0, ()) for _key, info in listed[:limit]]
-        index = _MessageIndex(tx, everything, _Tails.read(tx, {key for key, _info in listed}))
+            return [SearchResult(info, 0, (), key in files) for key, info in listed[:limit]]
+        archives = {key: files[key] for key, _info in listed if key in files}
+        index = _MessageIndex(tx, everything, _Tails.read(tx, {key for key, _info in listed}, archives))
         sessions = [_candidate(key, info, index) for key, info in listed]
         shown = filter_and_sort(sessions, query, sort)[:limit]
         scored = [(c, match_session(c.fields, c.messages, parsed)) for c in shown]
         found = _hits(tx, index, parsed, [c.key for c in shown], hits)
-    return [SearchResult(c.info, score or 0, tuple(found.get(c.key, ()))) for c, score in scored]
+    return [SearchResult(c.info, score or 0, tuple(found.get(c.key, ())), c.key in files) for c, score in scored]
 
 
 CATCH_UP_ENTRIES = 2_000
@@ -199,18 +227,26 @@ def set_search_index(store: EntryStore, on: bool) -> int:
 
 
 class _Tails:
-    """The entries of a search's snapshot that the index does not hold (past their session's mark), with
-    their folded texts: what the search reads itself."""
+    """The entries of a search's snapshot that the index does not hold (past their session's mark, or in
+    an archive file), with their folded texts: what the search reads itself."""
 
-    def __init__(self, rows: dict[int, list[tuple[int, str, SearchRow]]]) -> None:
+    def __init__(self, rows: dict[int, list[tuple[int, str, SearchRow]]],
+                 archives: Mapping[int, tuple[str, str]]) -> None:
         self.rows = rows
         """Session key -> ``(seq, stored entry id, search row)`` of its unindexed entries with search text."""
+        self.archives = archives
+        """Session key -> ``(session id, archive file)`` of the archived sessions searched."""
+        self._archived: dict[int, dict[int, tuple[str, SearchTexts]]] = {}
 
     @classmethod
-    def read(cls, tx: Tx, keys: set[int]) -> _Tails:
+    def read(cls, tx: Tx, keys: set[int], archives: Mapping[int, tuple[str, str]]) -> _Tails:
         rows: dict[int, list[tuple[int, str, SearchRow]]] = {}
+        for key, (session_id, file) in archives.items():
+            rows[key] = [(seq, to_db(entry_id), SearchRow(key, seq, to_db(folded.role), folded.text, folded.extra))
+                         for seq, (entry_id, texts) in _archived_texts(file, session_id).items()
+                         if (folded := folded_texts(texts)) is not None]
         for key, mark, count in tx.search_lag():
-            if key not in keys:
+            if key not in keys or key in archives:
                 continue
             found = rows[key] = []
             for first in range(mark, count, CATCH_UP_ENTRIES):
@@ -220,7 +256,18 @@ class _Tails:
                     if texts is not None:
                         found.append((seq, to_db(str(entry.get("id"))),
                                       SearchRow(key, seq, to_db(texts.role), texts.text, texts.extra)))
-        return cls(rows)
+        return cls(rows, archives)
+
+    def archived_texts(self, key: int) -> dict[int, tuple[str, SearchTexts]] | None:
+        """Seq -> ``(entry id, raw search texts)`` of an archived session's entries (its file read again,
+        once per search), ``None`` for a session in the database."""
+        if key not in self.archives:
+            return None
+        texts = self._archived.get(key)
+        if texts is None:
+            session_id, file = self.archives[key]
+            texts = self._archived[key] = _archived_texts(file, session_id)
+        return texts
 
     def holding(self, needle: str, *, everything: bool) -> set[int]:
         return {key for key, found in self.rows.items()
@@ -235,6 +282,16 @@ class _Tails:
     def hits(self, key: int, needles: Sequence[str], *, everything: bool) -> list[HitRow]:
         return [HitRow(key, seq, entry_id, row.role) for seq, entry_id, row in self.rows.get(key, ())
                 if any(n in row.text or (everything and n in row.extra) for n in needles)]
+
+
+def _archived_texts(file: str, session_id: str) -> dict[int, tuple[str, SearchTexts]]:
+    """Seq -> ``(entry id, raw search texts)`` of the archived session's entries that have search text."""
+    found: dict[int, tuple[str, SearchTexts]] = {}
+    for seq, entry in enumerate(archived_entries(file, session_id)):
+        texts = entry_texts(entry)
+        if texts is not None:
+            found[seq] = (str(entry.get("id")), texts)
+    return found
 
 
 def _check(query: Any, limit: Any, sort: Any, hits: Any) -> None:
@@ -294,15 +351,20 @@ class _MessageIndex:
         ``re:``), non-empty ones only; ``text`` is what pi searches, plus the rest with ``everything``."""
         texts = self._raw.get(key)
         if texts is None:
+            archived = self.tails.archived_texts(key)
+            read: Iterator[tuple[str, SearchTexts | None]]
+            if archived is not None:
+                read = iter(archived.values())
+            else:
+                read = ((str(entry.get("id")), entry_texts(entry))
+                        for entry in map(json_loads, self.tx.payloads(key)))
             texts = []
-            for payload in self.tx.payloads(key):
-                entry = json_loads(payload)
-                found = entry_texts(entry)
+            for entry_id, found in read:
                 if found is None:
                     continue
                 text = " ".join(t for t in (found.text, found.extra) if t) if self.everything else found.text
                 if text:
-                    texts.append((str(entry.get("id")), found.role, text))
+                    texts.append((entry_id, found.role, text))
             self._raw[key] = texts
         return texts
 
@@ -368,8 +430,12 @@ def _hits(tx: Tx, index: _MessageIndex, parsed: ParsedQuery, keys: Sequence[int]
                            )[:per_session]
         rows = [row for key in sorted(by_key) for row in by_key[key]]
     for row in rows:
-        payload = tx.payload_at(row.session_key, row.seq)
-        texts = entry_texts(json_loads(payload)) if payload is not None else None
+        archived = index.tails.archived_texts(row.session_key)
+        if archived is not None:
+            texts = archived[row.seq][1] if row.seq in archived else None
+        else:
+            payload = tx.payload_at(row.session_key, row.seq)
+            texts = entry_texts(json_loads(payload)) if payload is not None else None
         text = ""
         if texts is not None:  # the part that matched: pi's text, else (with everything) the rest
             text = texts.text if texts.text and (not index.everything or _holds(texts.text, wanted)) else texts.extra

@@ -196,8 +196,11 @@ def search_texts(entry: Mapping[str, Any]) -> SearchTexts | None:
     """The entry's folded search texts in the index's form (:func:`index_form`), ``None`` when both
     fold to nothing."""
     texts = entry_texts(entry)
-    if texts is None:
-        return None
+    return None if texts is None else folded_texts(texts)
+
+
+def folded_texts(texts: SearchTexts) -> SearchTexts | None:
+    """Raw search texts (:func:`entry_texts`) folded into the index's form, ``None`` when both fold to nothing."""
     folded_text, folded_extra = index_form(fold(texts.text)), index_form(fold(texts.extra))
     if not folded_text and not folded_extra:
         return None

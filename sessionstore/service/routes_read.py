@@ -214,10 +214,10 @@ async def all_stats(store: ReaderStore, by: Literal["model", "day"] | None = Non
 async def search(store: ReaderStore, q: str, cwd: str | None = None,
                  limit: Annotated[int, Query(ge=0)] = 20,
                  sort: Literal["relevance", "recent"] = "relevance", everything: bool = False,
-                 hits: Annotated[int, Query(ge=0)] = HITS_PER_SESSION) -> Response:
+                 hits: Annotated[int, Query(ge=0)] = HITS_PER_SESSION, archived: bool = False) -> Response:
     """pi's session-picker search: ``search --json``."""
     results = await run_in_threadpool(lambda: store.search(q, cwd=cwd, limit=limit, sort=sort,
-                                                           everything=everything, hits=hits))
+                                                           everything=everything, hits=hits, archived=archived))
     return _json([r.to_json() for r in results])
 
 

@@ -122,6 +122,8 @@ _ARCHIVED_IDS = ("SELECT s.id FROM sessionstore_archives a JOIN sessionstore_ses
                  " WHERE s.tenant = :tenant AND NOT s.deleting")
 _ARCHIVED_ALL = ("SELECT s.tenant, s.id, a.session_key, a.file FROM sessionstore_archives a"
                  " JOIN sessionstore_sessions s ON s.key = a.session_key")
+_ARCHIVE_FILES = ("SELECT a.session_key, s.id, a.file FROM sessionstore_archives a"
+                  " JOIN sessionstore_sessions s ON s.key = a.session_key WHERE s.tenant = :tenant AND NOT s.deleting")
 _SESSION_BY_KEY = "SELECT tenant, id FROM sessionstore_sessions WHERE key = :key AND NOT deleting"
 def archive_row(tx: Tx, key: int) -> tuple[str, str, int, int, str] | None:
     row = tx.run(_SELECT_ARCHIVE, {"key": key}).fetchone()
@@ -272,18 +274,34 @@ def _verified(info: tuple[str, str, int, int, str], session_id: str) -> Path:
     return path
 
 
-def _archived_lines(path: Path, session_id: str) -> Iterator[tuple[dict[str, Any], str]]:
+def archive_files(tx: Tx, tenant: str) -> dict[int, tuple[str, str]]:
+    """Session key -> ``(session id, archive file)`` of the tenant's archived sessions, in ``tx``'s snapshot."""
+    rows = tx.run(_ARCHIVE_FILES, {"tenant": tenant}).fetchall()
+    return {int(key): (from_db(sid), file) for key, sid, file in rows}
+
+
+def archived_entries(file: str, session_id: str) -> Iterator[dict[str, Any]]:
+    """The entries of an archived session in append order (an entry's position is its seq), read from its
+    file for a reader that leaves the session archived (``search --archived``). The file is not hashed
+    first (gzip's own CRC still fails a damaged one at its end); ``ArchiveError`` names the file when it
+    cannot be read."""
+    for entry, _line in _archived_lines(Path(file), session_id, consequence="it stays archived"):
+        yield entry
+
+
+def _archived_lines(path: Path, session_id: str, *, consequence: str = "nothing restored"
+                    ) -> Iterator[tuple[dict[str, Any], str]]:
     """The entries of an archive file with their stored lines (its header line checked and skipped)."""
     try:
         with gzip.open(path, "rb") as fp:
             header = fp.readline()
             if json_loads(header).get("id") != session_id:
-                raise ArchiveError(f"session {session_id}: its archive {path} holds another session")
+                raise ArchiveError(f"session {session_id}: its archive {path} holds another session; {consequence}")
             for line in fp:
                 text = line[:-1].decode("utf-8") if line.endswith(b"\n") else line.decode("utf-8")
                 yield json_loads(text), text
     except (OSError, EOFError, zlib.error, ValueError) as exc:
-        raise ArchiveError(f"session {session_id}: its archive {path} cannot be read ({exc}); nothing restored") \
+        raise ArchiveError(f"session {session_id}: its archive {path} cannot be read ({exc}); {consequence}") \
             from None
 
 

@@ -9,6 +9,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import IO
 
 import pytest
@@ -23,6 +24,7 @@ from sessionstore.errors import (
     SessionExistsError,
     SessionNotFoundError,
 )
+from sessionstore.store import archive
 from sessionstore.store.records import UNSET
 from tests.builders import assistant, user
 from tests.paths import FIXTURES
@@ -223,6 +225,22 @@ def test_search_and_stats_are_the_librarys_results(remote: RemoteSessionStore, n
         assert remote.stats_all(since_ms=2**41).sessions == 0
     with pytest.raises(SessionNotFoundError):
         remote.stats("no such session")
+
+
+def test_search_of_archived_sessions_is_the_librarys(remote: RemoteSessionStore, no_auth_server: Server,
+                                                    tmp_path: Path) -> None:
+    sid = remote.create_session(cwd="/shelf")
+    remote.append_message(sid, user("an okapi on the shelf"))
+    with SessionStore(no_auth_server.url) as local:
+        archive.archive_session(local._entries, sid, archive_dir=tmp_path)
+        try:
+            found = remote.search("okapi", archived=True)
+            assert found == local.search("okapi", archived=True)
+            assert [(r.session.id, r.archived, [h.snippet for h in r.hits]) for r in found] == [
+                (sid, True, ["an okapi on the shelf"])]
+            assert remote.search("okapi") == [] and archive.is_archived(local._entries, sid)
+        finally:
+            archive.restore_session(local._entries, sid)
     with pytest.raises(InvalidInputError):
         remote.stats_all(by="week")
 
