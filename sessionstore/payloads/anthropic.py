@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sessionstore.context.system import current_tools
 from sessionstore.models import js
 from sessionstore.models.js_text import js_trim
 from sessionstore.models.wire import JsonObject as Json
@@ -18,7 +19,7 @@ from sessionstore.payloads.text import (
     sanitize_surrogates,
     system_message_text,
 )
-from sessionstore.payloads.transcript import current_tools, leading_system_message, resolve_transcript
+from sessionstore.payloads.transcript import leading_system_message, resolve_transcript
 from sessionstore.payloads.transform import split_error_tool_result_images, transform_messages
 
 ConvertTools = Callable[[Sequence[Json]], list[Json]]

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sessionstore.models import js
+from sessionstore.context.system import content_text
 from sessionstore.models.js_text import utf16_units
 
 _UNPAIRED_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
@@ -63,13 +63,6 @@ def js_slice(text: str, end: int) -> str:
     if len(units) <= end:
         return text
     return units[:end].encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def content_text(content: Any, separator: str = "\n") -> str:
-    """pi-ai's ``contentText``: a string as it is, else the text blocks' texts joined by ``separator``."""
-    if isinstance(content, str):
-        return content
-    return separator.join(str(block.get("text", "")) for block in content or [] if js.get(block, "type") == "text")
 
 
 def _sections(message: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,5 +1,7 @@
 """pi-ai's transcript rules (``utils/transcript``): a context's system prompt and tools folded into a
 leading system message, system messages replayed into one, and the tool list a request declares.
+The replay itself (``getCurrentSystemMessage``, ``getCurrentTools``) is :mod:`sessionstore.context.system`'s,
+the one port that compaction uses too.
 
 Messages are pi's provider message dicts; nothing here modifies them."""
 
@@ -9,10 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sessionstore.models import js
-from sessionstore.models.js import MISSING
+from sessionstore.context.system import current_system_message, current_tools
 from sessionstore.models.wire import JsonObject as Json
-from sessionstore.payloads.text import content_text
 
 ToolSupport = Literal["none", "additions", "changes"]
 
@@ -43,17 +43,6 @@ def _named(tools: Any) -> list[Json]:
     return [dict(tool) for tool in tools or [] if isinstance(tool, Mapping)]
 
 
-def current_tools(messages: Sequence[Json]) -> list[Json]:
-    """pi-ai's ``getCurrentTools``: each system message's removals, then its additions, by name, in order."""
-    tools: dict[Any, Json] = {}
-    for message in _system_messages(messages):
-        for tool in _named(message.get("toolsRemoved")):
-            tools.pop(tool.get("name"), None)
-        for tool in _named(message.get("toolsAdded")):
-            tools[tool.get("name")] = tool
-    return list(tools.values())
-
-
 def declared_tools(messages: Sequence[Json]) -> list[Json]:
     """pi-ai's ``getDeclaredTools``: every tool any system message adds, the last definition of a name
     in the place of its first."""
@@ -62,35 +51,6 @@ def declared_tools(messages: Sequence[Json]) -> list[Json]:
         for tool in _named(message.get("toolsAdded")):
             tools[tool.get("name")] = tool
     return list(tools.values())
-
-
-def current_system_message(messages: Sequence[Json]) -> Json | None:
-    """pi-ai's ``getCurrentSystemMessage``: every system message replayed into one (SPEC 12.2.1)."""
-    content: list[str] = []
-    sections: dict[str, Any] = {}
-    timestamp: Any = MISSING
-    for message in _system_messages(messages):
-        if js.nullish(timestamp):  # timestamp ??= message.timestamp
-            timestamp = message.get("timestamp", MISSING)
-        text = content_text(message.get("content"))
-        if len(text) > 0:
-            content.append(text)
-        raw_sections = message.get("sections")
-        for name, value in (raw_sections.items() if isinstance(raw_sections, Mapping) else ()):
-            if value is None:
-                sections.pop(name, None)
-            else:
-                sections[name] = value
-    tools = current_tools(messages)
-    if timestamp is MISSING and not tools:
-        return None
-    head: Json = {"role": "system", "content": "\n\n".join(content)}
-    if sections:
-        head["sections"] = sections
-    if tools:
-        head["toolsAdded"] = tools
-    head["timestamp"] = 0 if js.nullish(timestamp) else timestamp
-    return head
 
 
 def resolve_transcript(messages: Sequence[Json], *, mid_conversation_system_messages: bool) -> list[Json]:
