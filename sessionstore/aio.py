@@ -518,6 +518,10 @@ class AsyncSessionStore:
         """pi's ``getEntry`` (``EntryNotFoundError`` when the session has no such entry)."""
         return await self._run(SessionStore.entry, session_id, entry_id)
 
+    async def session_ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """The ids of sessions starting with ``prefix`` (``SessionStore.session_ids_with_prefix``)."""
+        return await self._run(SessionStore.session_ids_with_prefix, prefix, limit=limit)
+
     async def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """Up to ``limit`` ``(id, type)`` of the session's entries whose id starts with ``prefix``."""
         return await self._run(SessionStore.entry_ids_with_prefix, session_id, prefix, limit=limit)

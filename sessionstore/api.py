@@ -309,6 +309,12 @@ class SessionStore:
         every other method takes exact ids."""
         return [(e.entry_id, e.type) for e in self._entries.entry_ids_with_prefix(session_id, prefix, limit)]
 
+    def session_ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """Up to ``limit`` ids of the sessions whose id starts with ``prefix`` (taken literally), by id
+        (code point order: an exact id comes first): one indexed query. For tools that take id prefixes
+        (the CLI); every other method takes exact ids."""
+        return self._entries.session_ids_with_prefix(prefix, limit)
+
     def entries(self, session_id: str) -> list[SessionEntryDict]:
         """pi's ``getEntries``: every entry in append order."""
         return cast("list[SessionEntryDict]", self._entries.entries(session_id))

@@ -482,6 +482,15 @@ class RemoteSessionStore:
                                  session_id=session_id)
         return cast("SessionEntryDict", parse_line(response.content.rstrip(b"\n")))
 
+    def session_ids_with_prefix(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """As the library's, from the session-ids route (at most its :data:`MAX_IDS` a call)."""
+        if not isinstance(prefix, str):
+            raise errors.InvalidInputError(f"a session id prefix must be a string, got {type(prefix).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise errors.InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        found = self._request("GET", "/v1/session-ids", params={"prefix": prefix, "limit": min(limit, MAX_IDS)})
+        return [str(i) for i in found.json()["sessions"]]
+
     def entry_ids_with_prefix(self, session_id: str, prefix: str, *, limit: int = 10) -> list[tuple[str, str]]:
         """As the library's, from the entry-ids route (at most its :data:`MAX_IDS` a call)."""
         if not isinstance(prefix, str):

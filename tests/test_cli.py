@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from sessionstore.api import SessionStore
 from sessionstore.cli import cli
+from sessionstore.errors import InvalidInputError
 from sessionstore.store.migrate import SCHEMA_REVISION
 from sessionstore.store.records import TreeNode
 from sessionstore.wire.jsjson import js_dumps
@@ -584,6 +585,30 @@ def test_the_store_reads_entry_ids_by_prefix_taken_literally(store: SessionStore
     assert store.entry_ids_with_prefix(sid, "a%") == []
     assert store.entry_ids_with_prefix(sid, "abcd", limit=2) == [("abcd1", "custom"), ("abcd1111", "message")]
     assert store.entry_ids_with_prefix(sid, "") != []
+
+
+def test_the_store_reads_session_ids_by_prefix_taken_literally_in_its_tenant(store: SessionStore) -> None:
+    for sid in ("abcd", "abcd-1111", "abcd-2222", "a_b%c", "abce", "zzz"):
+        store.create_session(cwd="/w", session_id=sid)
+    store.for_tenant("other").create_session(cwd="/w", session_id="abcd-3333")
+    assert store.session_ids_with_prefix("abcd") == ["abcd", "abcd-1111", "abcd-2222"]  # (the exact id first)
+    assert store.session_ids_with_prefix("abcd-", limit=1) == ["abcd-1111"]
+    assert store.session_ids_with_prefix("a_b") == ["a_b%c"] and store.session_ids_with_prefix("a%") == []
+    assert store.session_ids_with_prefix("abcd-3") == []  # (another tenant's)
+    store.delete_session("abcd-2222")
+    assert store.session_ids_with_prefix("abcd-") == ["abcd-1111"]
+    assert len(store.session_ids_with_prefix("")) == 5
+    with pytest.raises(InvalidInputError):
+        store.session_ids_with_prefix("a", limit=-1)
+
+
+def test_an_ambiguous_session_prefix_counts_its_sessions(run: Any, store: SessionStore) -> None:
+    for n in range(12):
+        store.create_session(cwd="/w", session_id=f"same-{n:02d}")
+    done = run("tree", "same")
+    assert done.exit_code == 2, done.output
+    assert "12 sessions start with it: same-00, same-01" in done.stderr and "same-09, ..." in done.stderr
+    assert run("tree", "same-11").exit_code == 0 and run("tree", "same-1").exit_code == 2
 
 
 @pytest.mark.parametrize(("prefix", "bound"), [

@@ -423,7 +423,7 @@ AMBIGUOUS_SHOWN = 10
 TOO_SHORT_SHOWN = 3
 """Entries a too-short entry prefix's error lists (of those that start with it)."""
 PREFIX_COUNTED = 1000
-"""Entries a prefix error counts exactly (more: "more than 1000")."""
+"""Sessions or entries a prefix error counts exactly (more: "more than 1000")."""
 
 
 class Ctx:
@@ -510,16 +510,16 @@ class Ctx:
     def _resolve_session_id(self, given: str) -> str:
         if not given:
             raise InvalidInputError("an empty session id: give a session id or a unique prefix of one")
-        ids = [info.id for info in self.store.list_sessions()]
-        if given in ids:
+        matches = self.store.session_ids_with_prefix(given, limit=PREFIX_COUNTED + 1)  # (one indexed query)
+        if matches and matches[0] == given:  # (an exact id sorts first)
             return given
-        matches = [i for i in ids if i.startswith(given)]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            shown = ", ".join(sorted(matches)[:AMBIGUOUS_SHOWN]) + (", ..." if len(matches) > AMBIGUOUS_SHOWN else "")
-            raise InvalidInputError(f"session prefix {render.safe_line(given)} is ambiguous: {len(matches)} sessions"
-                                    f" start with it: {shown}")
+            count = f"more than {PREFIX_COUNTED}" if len(matches) > PREFIX_COUNTED else str(len(matches))
+            shown = ", ".join(matches[:AMBIGUOUS_SHOWN]) + (", ..." if len(matches) > AMBIGUOUS_SHOWN else "")
+            raise InvalidInputError(f"session prefix {render.safe_line(given)} is ambiguous: {count} sessions"
+                                    f" start with it: {render.safe_line(shown)}")
         raise SessionNotFoundError(given)
 
     def close(self) -> None:

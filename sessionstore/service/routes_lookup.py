@@ -1,5 +1,5 @@
-"""Lookups by id for a client that takes what people type (the CLI's ``--db http://``): the entries whose
-id starts with a prefix, and one entry, each without reading the session's other entries. Not in SPEC
+"""Lookups by id for a client that takes what people type (the CLI's ``--db http://``): the sessions and
+the entries whose id starts with a prefix, and one entry, each without reading the session's other entries. Not in SPEC
 15's table; read scope, the caller's tenant only (``deps.reader``), as every read route."""
 
 from __future__ import annotations
@@ -21,6 +21,16 @@ router = APIRouter(prefix="/v1", tags=["read"])
 JSON_TYPE = "application/json"
 MAX_IDS = 10_000
 """The most ids one prefix lookup returns."""
+
+
+@router.get("/session-ids", response_class=Response,
+            responses={200: {"description": '{"sessions": [id]}: the ids starting with prefix, by id',
+                             "content": {JSON_TYPE: {}}}})
+async def session_ids(store: ReaderStore, prefix: str = "",
+                      limit: Annotated[int, Query(ge=0, le=MAX_IDS)] = 10) -> Response:
+    """Up to ``limit`` of the tenant's sessions whose id starts with ``prefix`` (taken literally), by id."""
+    found = await run_in_threadpool(store.session_ids_with_prefix, prefix, limit=limit)
+    return Response(views.json_bytes({"sessions": found}), media_type=JSON_TYPE)
 
 
 @router.get("/sessions/{session_id:id}/entry-ids", response_class=Response,

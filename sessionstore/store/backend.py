@@ -290,6 +290,11 @@ class Tx(Protocol):
         range of the ``(session_key, entry_id)`` index, the prefix taken literally (``%``, ``_`` too)."""
         ...
 
+    def session_ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids (stored form) of the tenant's sessions that start with ``prefix`` (stored
+        form, taken literally), by id: a range of the ``(tenant, id)`` index."""
+        ...
+
     def update_head(self, update: HeadUpdate, *, texts_changed: bool) -> None:
         """Write the leaf and the listing columns (``name`` and ``first_message`` only when ``texts_changed``)."""
         ...

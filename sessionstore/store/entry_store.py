@@ -632,6 +632,16 @@ class EntryStore:
             found = tx.entry_ids_with_prefix(row.key, to_db(prefix), limit)
         return [loaded(e) for e in found]
 
+    def session_ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of the tenant's sessions that start with ``prefix`` (taken literally), by id;
+        one indexed query."""
+        if not isinstance(prefix, str):
+            raise InvalidInputError(f"a session id prefix must be a string, got {type(prefix).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise InvalidInputError(f"limit must be a non-negative int, got {limit!r}")
+        with self.backend.read() as tx:
+            return [from_db(i) for i in tx.session_ids_with_prefix(to_db(prefix), limit)]
+
     def entries(self, session_id: str) -> list[Json]:
         """Every entry in append order (loads the whole session: for export-like work, not resume)."""
         with self._session_read(session_id) as (tx, row):

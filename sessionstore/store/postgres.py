@@ -177,6 +177,10 @@ STATEMENTS = Statements(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = %(key)s"
         ' AND entry_id LIKE %(pattern)s ORDER BY entry_id COLLATE "C" LIMIT %(limit)s'
     ),
+    session_ids_with_prefix=(
+        f"SELECT id FROM {SESSIONS} WHERE tenant = %(tenant)s AND id LIKE %(pattern)s AND NOT deleting"
+        ' ORDER BY id COLLATE "C" LIMIT %(limit)s'
+    ),
     path_runs=path_sql(ENTRIES, "%({})s") + " SELECT first_seq, last_seq FROM runs ORDER BY first_seq",
     payloads_between=(
         f"SELECT seq, {_PAYLOAD} FROM {ENTRIES} WHERE session_key = %(key)s AND seq BETWEEN %(first)s AND %(last)s"

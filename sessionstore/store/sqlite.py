@@ -159,6 +159,11 @@ STATEMENTS = Statements(
         f"SELECT {select_list(EntryBrief)} FROM {ENTRIES} WHERE session_key = :key AND entry_id >= :prefix"
         " AND entry_id < :upper AND substr(entry_id, 1, :length) = :prefix ORDER BY entry_id LIMIT :limit"
     ),
+    # (the same over the (tenant, id) unique index)
+    session_ids_with_prefix=(
+        f"SELECT id FROM {SESSIONS} WHERE tenant = :tenant AND id >= :prefix AND id < :upper"
+        " AND substr(id, 1, :length) = :prefix AND NOT deleting ORDER BY id LIMIT :limit"
+    ),
     path_runs=path_sql(ENTRIES, ":{}") + " SELECT first_seq, last_seq FROM runs ORDER BY first_seq",
     payloads_between=(
         f"SELECT seq, payload FROM {ENTRIES} WHERE session_key = :key AND seq BETWEEN :first AND :last"

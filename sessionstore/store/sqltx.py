@@ -98,6 +98,7 @@ class Statements:
     """Delete the tenant's rows of ``(tenant, path, session_id)`` (positional): that path's, and any
     naming that session."""
     entry_ids_with_prefix: str
+    session_ids_with_prefix: str
     """:class:`EntryBrief` of session ``key``'s entries whose id starts with the literal ``prefix``, by id,
     at most ``limit`` (parameters: ``prefix``, ``length``, ``upper``, a bound above every id with the
     prefix, and ``pattern``, a LIKE pattern of it; each database uses those it needs)."""
@@ -223,6 +224,11 @@ class StatementTx:
         params = {"key": key, "prefix": prefix, "length": len(prefix), "upper": prefix_upper_bound(prefix),
                   "pattern": like_prefix(prefix), "limit": limit}
         return [EntryBrief._make(r) for r in self._all(self.sql.entry_ids_with_prefix, params)]
+
+    def session_ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        params = {"tenant": self.tenant, "prefix": prefix, "length": len(prefix),
+                  "upper": prefix_upper_bound(prefix), "pattern": like_prefix(prefix), "limit": limit}
+        return [r[0] for r in self._all(self.sql.session_ids_with_prefix, params)]
 
     def delete_session(self, key: int) -> None:
         # The append-only trigger lets entries go only while their session is marked as deleting.

@@ -227,6 +227,17 @@ def test_search_and_stats_are_the_librarys_results(remote: RemoteSessionStore, n
         remote.stats("no such session")
 
 
+def test_session_ids_by_prefix_are_the_librarys(remote: RemoteSessionStore, no_auth_server: Server) -> None:
+    made = [remote.create_session(cwd="/p", session_id=f"pre_%-{n}") for n in range(3)]
+    with SessionStore(no_auth_server.url) as local:
+        for prefix, limit in (("pre_%", 10), ("pre_%-1", 10), ("pre_", 2), ("pre%", 10), ("", 10_000)):
+            assert remote.session_ids_with_prefix(prefix, limit=limit) == local.session_ids_with_prefix(
+                prefix, limit=limit)
+    assert remote.session_ids_with_prefix("pre_%") == made
+    with pytest.raises(InvalidInputError):
+        remote.session_ids_with_prefix(3)  # type: ignore[arg-type]
+
+
 def test_search_of_archived_sessions_is_the_librarys(remote: RemoteSessionStore, no_auth_server: Server,
                                                     tmp_path: Path) -> None:
     sid = remote.create_session(cwd="/shelf")
