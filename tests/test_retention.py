@@ -55,6 +55,7 @@ def test_an_archived_session_restores_byte_for_byte_with_its_ids_seqs_and_leaf(
     entries = store._entries
     before, rows, leaf = _exported(store, branched), _rows(entries, branched), store.leaf(branched)
     stats, listed = store.stats(branched).to_json(), store.session(branched)
+    assert store.search('"one big mess"')  # (the index caught up: its mark at the session's end)
     info = archive.archive_session(entries, branched, archive_dir=tmp_path / "archive")
     assert Path(info.file).is_file() and info.entries == len(rows)
     assert _rows(entries, branched) == [] and _count(entries, "sessionstore_search", branched) == 0
@@ -66,7 +67,9 @@ def test_an_archived_session_restores_byte_for_byte_with_its_ids_seqs_and_leaf(
     assert _exported(store, branched) == before and _rows(entries, branched) == rows
     assert store.leaf(branched) == leaf and store.stats(branched).to_json() == stats
     assert not Path(info.file).exists() and archive.archived_ids(entries) == set()
-    assert store.search("on a branch")  # the search rows are back
+    for phrase in ('"on a branch"', '"one big mess"'):  # indexed again: found by its messages
+        [found] = store.search(phrase)
+        assert found.session.id == branched and found.hits
 
 
 def test_context_export_append_and_fork_restore_an_archived_session_first(

@@ -61,8 +61,9 @@ def test_a_new_sqlite_database_is_created_by_the_migrations(tmp_path: Path) -> N
         assert conn.execute("SELECT version_num FROM sessionstore_alembic_version").fetchone() == (SCHEMA_REVISION,)
         triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    # (``columnsize=0``: no docsize table; revision 0017)
-    fts = {"sessionstore_search_fts", *(f"sessionstore_search_fts_{p}" for p in ("data", "idx", "config"))}
+    # (the search index's vocabulary, revision 0018; ``columnsize=0``: no docsize table)
+    fts = {"sessionstore_search_terms", "sessionstore_search_postings", "sessionstore_search_terms_fts",
+           *(f"sessionstore_search_terms_fts_{p}" for p in ("data", "idx", "config"))}
     assert tables == {"sessionstore_alembic_version", "sessionstore_sessions", "sessionstore_entries",
                       "sessionstore_usage", "sessionstore_search", "sessionstore_sources",
                       "sessionstore_deleted_sources", "sessionstore_tokens", "sessionstore_idempotency",
@@ -77,9 +78,10 @@ def test_the_migrated_schema_matches_the_code_schema(db_url: str) -> None:
     engine = make_engine(db_url)
     migrate.upgrade(engine)
     inspector = inspect(engine)
-    # (SQLite's FTS5 index of the search table is a virtual table and its shadow tables, which the code's
+    # (SQLite's search index, its terms, postings and their FTS5 table, is SQLite's own, which the code's
     # schema does not describe; so are PostgreSQL's optional pg_trgm indexes, ``*_trgm``.)
-    tables = {t for t in inspector.get_table_names() if not t.startswith("sessionstore_search_fts")}
+    tables = {t for t in inspector.get_table_names()
+              if not t.startswith(("sessionstore_search_terms", "sessionstore_search_postings"))}
     assert tables == {t.name for t in metadata.sorted_tables} | {migrate.VERSION_TABLE}
     for table in metadata.sorted_tables:
         assert [(c["name"], c["nullable"]) for c in inspector.get_columns(table.name)] == [

@@ -6,8 +6,8 @@ the one question the rules ask of a session's messages, "does the message text c
 needle", once per needle for every session, instead of the rules reading every message:
 
 - a whitespace-free needle is in pi's lowercased ``allMessagesText`` exactly when one entry's folded
-  ``text`` holds it (the index: SQLite FTS5 trigrams, PostgreSQL pg_trgm; a needle of fewer than three
-  characters scans the search rows);
+  ``text`` holds it (the index: on SQLite a vocabulary of the folded texts' terms, on PostgreSQL pg_trgm
+  over the texts; see ``Tx.sessions_with_text``);
 - a phrase with spaces may run across messages: the index finds the sessions with one entry holding
   all of it; the other sessions holding every word of it are read (their folded texts joined by
   spaces, pi's normalised ``allMessagesText``) and tested;

@@ -116,7 +116,6 @@ _SELECT_ARCHIVE = ("SELECT file, sha256, bytes, entries, archived_at FROM sessio
 _INSERT_ARCHIVE = ("INSERT INTO sessionstore_archives (session_key, tenant, file, sha256, bytes, entries, archived_at)"
                    " VALUES (:key, :tenant, :file, :sha256, :bytes, :entries, :at)")
 _DELETE_ARCHIVE = "DELETE FROM sessionstore_archives WHERE session_key = :key"
-_DELETE_SEARCH = "DELETE FROM sessionstore_search WHERE session_key = :key"
 _DELETE_ENTRIES = "DELETE FROM sessionstore_entries WHERE session_key = :key"
 _ARCHIVED_IDS = ("SELECT s.id FROM sessionstore_archives a JOIN sessionstore_sessions s ON s.key = a.session_key"
                  " WHERE s.tenant = :tenant AND NOT s.deleting")
@@ -237,7 +236,7 @@ def archive_session(store: EntryStore, session_id: str, *, archive_dir: Path) ->
                 if tx.dialect == "sqlite":  # the freed pages are overwritten: the text is in the file only
                     tx.run("PRAGMA secure_delete = ON")
                 try:
-                    tx.run(_DELETE_SEARCH, {"key": key})
+                    tx.delete_search_rows(key)
                     tx.run(_DELETE_ENTRIES, {"key": key})
                 finally:
                     if tx.dialect == "sqlite":

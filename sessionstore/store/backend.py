@@ -355,6 +355,11 @@ class Tx(Protocol):
         """Delete every search row and mark, of every tenant."""
         ...
 
+    def delete_search_rows(self, key: int) -> None:
+        """Delete session ``key``'s search rows, what derives from them and its search mark: the session is
+        not indexed (an archive's; its restore indexes it again)."""
+        ...
+
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
         """Keys of the sessions with an entry whose folded ``text`` (with ``everything``: or ``extra``)
         contains ``needle``, read through the search index where the database has one."""

@@ -10,9 +10,10 @@ written. Then the archive file goes. The live feeds keep no history beyond the e
 PostgreSQL ``NOTIFY`` payloads name the session key and a kind, SQLite watchers poll).
 
 The bytes: on SQLite the transaction runs with ``PRAGMA secure_delete = ON`` (freed cells and pages
-are overwritten with zeros), the FTS5 index is merged (``optimize``: the trigram segments that held the
-text are rewritten, the old ones freed, overwritten too), and the WAL is checkpointed and truncated
-(``wal_checkpoint(TRUNCATE)``), so that the text is found in neither the database file nor its WAL.
+are overwritten with zeros), the FTS5 index of the search terms is merged (``optimize``: the trigram
+segments that held the session's terms are rewritten, the old ones freed, overwritten too), and the WAL
+is checkpointed and truncated (``wal_checkpoint(TRUNCATE)``), so that the text is found in neither the
+database file nor its WAL.
 On PostgreSQL the rows are gone at commit and ``VACUUM`` of the affected tables runs right after
 (``vacuum=True``, the command line) or is left to the service's scheduled retention run, which vacuums
 after erasures (HTTP); PostgreSQL's ``VACUUM`` makes the dead tuples' space reusable but does not
@@ -33,6 +34,7 @@ from sessionstore.errors import SessionNotFoundError
 from sessionstore.models.timestamps import now_iso
 from sessionstore.store.archive import archive_row
 from sessionstore.store.dbtext import from_db, to_db
+from sessionstore.store.sqlite import TERMS_FTS
 
 if TYPE_CHECKING:
     from sessionstore.store.entry_store import EntryStore
@@ -150,7 +152,7 @@ def scrub_sqlite(store: EntryStore) -> None:
     with store.backend.write() as tx:
         tx.run("PRAGMA secure_delete = ON")
         try:
-            tx.run("INSERT INTO sessionstore_search_fts (sessionstore_search_fts) VALUES ('optimize')")
+            tx.run(f"INSERT INTO {TERMS_FTS} ({TERMS_FTS}) VALUES ('optimize')")
         finally:
             tx.run("PRAGMA secure_delete = OFF")
     raw = store.engine.raw_connection()

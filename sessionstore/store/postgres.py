@@ -95,6 +95,7 @@ _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE tenant = %(tenant)
 _WITH_SOURCE = f"{SESSIONS} s LEFT JOIN {SOURCES} src ON src.session_key = s.key"
 _SESSION_COLUMNS = select_list(SessionRow, header="header::text", source_path="src.path")
 _PAYLOAD = "payload::text"
+_DELETE_SEARCH = tuple(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (SEARCH, SEARCH_MARKS))
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
 _CHOSEN_KEYS = "SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(%(keys)s AS json))"
@@ -122,8 +123,9 @@ STATEMENTS = Statements(
         " WHERE key = %(key)s"
     ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = %(key)s",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = %(key)s"
-                         for table in (SEARCH, SEARCH_MARKS, USAGE, SOURCES)),
+    delete_search=_DELETE_SEARCH,
+    delete_catalog=(*_DELETE_SEARCH,
+                    *(f"DELETE FROM {table} WHERE session_key = %(key)s" for table in (USAGE, SOURCES))),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = %(key)s",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = %(key)s",
     insert_entry=(

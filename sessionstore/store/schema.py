@@ -160,10 +160,10 @@ search = Table(
     "sessionstore_search",
     metadata,
     # The folded search texts of an entry (``models.entry_catalog.search_texts``): ``text`` is what
-    # pi's picker searches, ``extra`` the rest. SQLite indexes ``text`` in the FTS5 table
-    # ``sessionstore_search_fts`` (trigram tokens, kept by triggers; revision 0008, 0017), PostgreSQL with a
-    # pg_trgm GIN index when the extension can be created; ``extra`` is scanned when asked for. Derived
-    # data: written after the entries (``search_marks``), never by an append.
+    # pi's picker searches, ``extra`` the rest. SQLite indexes the terms of ``text`` (revision 0018: tables
+    # of its own, ``store/sqlite.py``), PostgreSQL ``text`` with a pg_trgm GIN index when the extension can
+    # be created; ``extra`` is scanned when asked for. Derived data: written after the entries
+    # (``search_marks``), never by an append.
     Column("rowid", SessionKey, Identity(), primary_key=True),
     Column("session_key", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),

@@ -8,11 +8,12 @@ timeout instead of failing with "database is locked" when a read lock cannot be 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import IO, Any, Protocol
 
@@ -54,6 +55,11 @@ ENTRIES = "sessionstore_entries"
 SEARCH = "sessionstore_search"
 USAGE = "sessionstore_usage"
 SEARCH_MARKS = "sessionstore_search_marks"
+TERMS = "sessionstore_search_terms"
+"""The search index (revision 0018): each distinct term (a space-separated word of a search row's folded
+``text``) once, its trigrams in :data:`TERMS_FTS`, and the sessions holding it in :data:`POSTINGS`."""
+TERMS_FTS = "sessionstore_search_terms_fts"
+POSTINGS = "sessionstore_search_postings"
 SETTINGS = "sessionstore_settings"
 ROWID_SESSION = 2**32
 """A search row's rowid is ``session_key * ROWID_SESSION + seq`` (seqs stay below 2**31: ``facts.TreeIndex``)."""
@@ -84,6 +90,15 @@ _COUNTS_SET = (
 _HEAD = f"SELECT {select_list(HeadRow)} FROM {SESSIONS} WHERE tenant = :tenant AND id = :sid"
 _WITH_SOURCE = f"{SESSIONS} s LEFT JOIN {SOURCES} src ON src.session_key = s.key"
 _SESSION_COLUMNS = select_list(SessionRow, source_path="src.path")
+_DELETE_SEARCH = (
+    # A session's terms that no other session holds go with it (its postings name them), then its postings
+    # and its rows.
+    f"DELETE FROM {TERMS} WHERE id IN (SELECT term_id FROM {POSTINGS} WHERE session_key = :key)"
+    f" AND NOT EXISTS (SELECT 1 FROM {POSTINGS} p WHERE p.term_id = {TERMS}.id AND p.session_key <> :key)",
+    f"DELETE FROM {POSTINGS} WHERE session_key = :key",
+    f"DELETE FROM {SEARCH} WHERE session_key = :key",
+    f"DELETE FROM {SEARCH_MARKS} WHERE session_key = :key",
+)
 _LAST_ENTRY_ID = f"(SELECT entry_id FROM {ENTRIES} e WHERE e.session_key = s.key ORDER BY seq DESC LIMIT 1)"
 
 _CHOSEN_KEYS = "SELECT value FROM json_each(:keys)"
@@ -110,15 +125,16 @@ STATEMENTS = Statements(
         " WHERE key = :key"
     ),
     mark_deleting=f"UPDATE {SESSIONS} SET deleting = TRUE WHERE key = :key",
-    delete_catalog=tuple(f"DELETE FROM {table} WHERE session_key = :key"
-                         for table in (SEARCH, SEARCH_MARKS, USAGE, SOURCES)),
+    delete_search=_DELETE_SEARCH,
+    delete_catalog=(*_DELETE_SEARCH, *(f"DELETE FROM {table} WHERE session_key = :key"
+                                       for table in (USAGE, SOURCES))),
     delete_entries=f"DELETE FROM {ENTRIES} WHERE session_key = :key",
     delete_session=f"DELETE FROM {SESSIONS} WHERE key = :key",
     insert_entry=(
         f"INSERT INTO {ENTRIES} ({', '.join(EntryRow._fields)}) VALUES ({', '.join('?' * len(EntryRow._fields))})"
     ),
-    # The rowid is the session key and seq in one integer (its high and low 32 bits): the FTS5 index
-    # gives the sessions of its matches from its own rowids, without reading the search table.
+    # The rowid is the session key and seq in one integer (its high and low 32 bits): a session's rows
+    # are one range of the table.
     insert_search=(
         f"INSERT OR IGNORE INTO {SEARCH} (rowid, {', '.join(SearchRow._fields)})"
         f" VALUES (?1 * {ROWID_SESSION} + ?2, ?1, ?2, ?3, ?4, ?5)"
@@ -152,7 +168,7 @@ STATEMENTS = Statements(
     ),
     source=f"SELECT {select_list(SourceRow)} FROM {SOURCES} WHERE session_key = :key",
     put_source=put_source_sql(SOURCES, "?"),
-    **search_progress_sql(SESSIONS, SEARCH, SEARCH_MARKS, SETTINGS, ":{}", key_share=""),
+    **search_progress_sql(SESSIONS, SEARCH, SEARCH_MARKS, SETTINGS, ":{}", key_share="", derived=(POSTINGS, TERMS)),
     **deleted_source_sql(DELETED_SOURCES, "?", ":tenant"),
     # A range of the (session_key, entry_id) index (BINARY: code point order), the prefix checked too.
     entry_ids_with_prefix=(
@@ -177,11 +193,39 @@ STATEMENTS = Statements(
 )
 
 TRIGRAM = 3
-"""Characters of a trigram token: FTS5's trigram index (of the search rows' ``text``) answers substring
-queries of at least this many."""
-_SESSIONS_WITH_TEXT = f"SELECT DISTINCT rowid / {ROWID_SESSION} FROM {SEARCH}_fts WHERE {SEARCH}_fts MATCH :query"
-_SESSIONS_WITH_TEXT_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(text, :needle) > 0"
+"""Characters of a trigram token: the FTS5 trigram index of the terms answers substring queries of at
+least this many (a shorter needle scans the terms)."""
+_TERMS_WITH = (f"SELECT f.rowid FROM {TERMS_FTS} f JOIN {TERMS} t ON t.id = f.rowid WHERE {TERMS_FTS} MATCH :query"
+               " ORDER BY length(t.term)")
+_TERMS_WITH_SCAN = f"SELECT id FROM {TERMS} WHERE instr(term, :needle) > 0 ORDER BY length(term)"
+POSTINGS_BATCH = 200
+"""Terms whose sessions one statement reads (between two checks for "every session found")."""
+_SESSIONS_WITH_ROW = (
+    f"SELECT value FROM json_each(:keys) WHERE EXISTS (SELECT 1 FROM {SEARCH} WHERE rowid BETWEEN"
+    f" value * {ROWID_SESSION} AND value * {ROWID_SESSION} + {ROWID_SESSION - 1} AND instr(text, :needle) > 0)"
+)
 _SESSIONS_WITH_EXTRA_SCAN = f"SELECT DISTINCT session_key FROM {SEARCH} WHERE instr(extra, :needle) > 0"
+_SESSION_COUNT = f"SELECT count(*) FROM {SESSIONS}"
+_INSERT_TERM = f"INSERT OR IGNORE INTO {TERMS} (term) VALUES (?)"
+_INSERT_POSTING = f"INSERT OR IGNORE INTO {POSTINGS} (term_id, session_key) SELECT id, ? FROM {TERMS} WHERE term = ?"
+
+
+def terms_of(rows: Iterable[SearchRow]) -> dict[int, set[str]]:
+    """Session key -> the terms of its search rows ``rows``: the space-separated words of their folded
+    ``text`` (whose whitespace runs are single spaces, so a needle without a space is in a text exactly
+    when it is in one of its terms)."""
+    found: dict[int, set[str]] = {}
+    for row in rows:
+        found.setdefault(row.session_key, set()).update(row.text.split(" "))
+    return found
+
+
+def add_terms(cursor: Any, terms: Mapping[int, set[str]]) -> None:
+    """Index terms of sessions: each new term once (its trigrams by trigger), a posting per (term, session)."""
+    for key, found in terms.items():
+        words = sorted(found - {""})
+        cursor.executemany(_INSERT_TERM, [(word,) for word in words])
+        cursor.executemany(_INSERT_POSTING, [(key, word) for word in words])
 
 
 def fts_phrase(needle: str) -> str:
@@ -193,13 +237,54 @@ class SqliteTx(StatementTx):
     dialect = "sqlite"
 
     def sessions_with_text(self, needle: str, *, everything: bool) -> set[int]:
-        if len(needle) >= TRIGRAM:
-            rows = self._all(_SESSIONS_WITH_TEXT, {"query": fts_phrase(needle)})
-        else:  # shorter than a trigram: the index cannot answer, the rows are scanned
-            rows = self._all(_SESSIONS_WITH_TEXT_SCAN, {"needle": needle})
+        if " " not in needle:
+            found = self._sessions_with_term(needle)
+        else:  # the sessions holding every word (the longest first: the fewest), then their rows read
+            found = set()
+            for word in sorted({w for w in needle.split(" ") if w}, key=len, reverse=True):
+                holding = self._sessions_with_term(word)
+                found = holding if not found else found & holding
+                if not found:
+                    break
+            if found:
+                rows = self._all(_SESSIONS_WITH_ROW, {"keys": json.dumps(sorted(found)), "needle": needle})
+                found = {row[0] for row in rows}
         if everything:  # ``extra`` has no index: scanned
-            rows += self._all(_SESSIONS_WITH_EXTRA_SCAN, {"needle": needle})
-        return {row[0] for row in rows}
+            found |= {row[0] for row in self._all(_SESSIONS_WITH_EXTRA_SCAN, {"needle": needle})}
+        return found
+
+    def _sessions_with_term(self, needle: str) -> set[int]:
+        """The sessions with a term holding ``needle`` (no space in it): the terms found by their trigrams
+        (or, for a needle shorter than a trigram, scanned), shortest first, then their postings, a batch
+        at a time until every session is found."""
+        if len(needle) >= TRIGRAM:
+            terms = [row[0] for row in self._all(_TERMS_WITH, {"query": fts_phrase(needle)})]
+        else:
+            terms = [row[0] for row in self._all(_TERMS_WITH_SCAN, {"needle": needle})]
+        found: set[int] = set()
+        every = None
+        for first in range(0, len(terms), POSTINGS_BATCH):
+            batch = terms[first:first + POSTINGS_BATCH]
+            self.cursor.execute(f"SELECT session_key FROM {POSTINGS} WHERE term_id IN ({', '.join('?' * len(batch))})",
+                                batch)
+            found.update(key for (key,) in self.cursor.fetchall())
+            if first + POSTINGS_BATCH < len(terms):
+                every = self._one(_SESSION_COUNT, {})[0] if every is None else every
+                if len(found) >= every:
+                    break
+        return found
+
+    def add_search(self, row: SearchRow) -> None:
+        super().add_search(row)
+        add_terms(self.cursor, terms_of((row,)))
+
+    def add_search_rows(self, rows: Sequence[SearchRow]) -> None:
+        super().add_search_rows(rows)
+        add_terms(self.cursor, terms_of(rows))
+
+    def insert_entries(self, rows: Sequence[EntryRow], search: Sequence[SearchRow]) -> None:
+        super().insert_entries(rows, search)
+        add_terms(self.cursor, terms_of(search))
 
     def text_hits(self, keys: Sequence[int], needles: Sequence[str], *, everything: bool,
                   per_session: int) -> list[HitRow]:
@@ -273,6 +358,7 @@ class _BatchSink:
             self._batch = []
         if self._search:
             self._cursor.executemany(STATEMENTS.insert_search, self._search)
+            add_terms(self._cursor, terms_of(self._search))
             self._search = []
 
 

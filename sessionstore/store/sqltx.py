@@ -127,8 +127,11 @@ class Statements:
     """An upsert of setting ``name`` to ``value``."""
     clear_search_marks: str
     """Delete every search mark, of every tenant (the index turned off)."""
-    clear_search_rows: str
-    """Delete every search row, of every tenant."""
+    clear_search_rows: tuple[str, ...]
+    """Delete every search row, of every tenant, and what derives from them."""
+    delete_search: tuple[str, ...]
+    """Delete session ``key``'s search rows, what derives from them (its terms that no other session
+    holds, on SQLite) and its mark (it is not indexed any more)."""
     notify: str | None = None
     """The announcement of a change of session ``key`` (``kind``: ``changes.ChangeKind``) inside the
     writing transaction, for a database whose watchers are told (``None``: they look; see ``changes``)."""
@@ -272,7 +275,12 @@ class StatementTx:
 
     def clear_search(self) -> None:
         self.cursor.execute(self.sql.clear_search_marks, {})
-        self.cursor.execute(self.sql.clear_search_rows, {})
+        for sql in self.sql.clear_search_rows:
+            self.cursor.execute(sql, {})
+
+    def delete_search_rows(self, key: int) -> None:
+        for sql in self.sql.delete_search:
+            self.cursor.execute(sql, {"key": key})
 
     def add_usage(self, rows: Sequence[UsageRow]) -> None:
         if len(rows) == 1:
@@ -482,7 +490,7 @@ def counter_sums_sql(table: str, chosen: str) -> str:
     """``Statements.counter_sums`` (``chosen`` as for :func:`usage_sums_sql`)."""
     sums = {c: f"CAST(COALESCE(SUM({c}), 0) AS BIGINT)" for c in CounterSums._fields}
     return f"SELECT {select_list(CounterSums, **sums)} FROM {table} WHERE key IN ({chosen})"
-def deleted_source_sql(table: str, placeholder: str, tenant: str) -> dict[str, str]:
+def deleted_source_sql(table: str, placeholder: str, tenant: str) -> dict[str, Any]:
     """The statements of :class:`Statements` on the deleted sources' ``table`` (positional ``placeholder``s,
     the tenant first; ``tenant``: the named parameter of the tenant in the database's style)."""
     p = placeholder
@@ -504,10 +512,11 @@ def put_source_sql(table: str, placeholder: str) -> str:
 
 
 def search_progress_sql(sessions: str, search: str, marks: str, settings: str, param: str, *,
-                        key_share: str) -> dict[str, str]:
+                        key_share: str, derived: Sequence[str] = ()) -> dict[str, Any]:
     """The statements of :class:`Statements` on the search index's progress, for a driver whose named
     parameter ``x`` is written ``param.format("x")``; ``key_share``: the database's row lock that keeps a
-    session from being deleted while its search rows are written (``""``: its writers are serialised)."""
+    session from being deleted while its search rows are written (``""``: its writers are serialised);
+    ``derived``: the tables derived from the search rows, emptied with them (first)."""
     key, seq, name, value = (param.format(p) for p in ("key", "seq", "name", "value"))
     mark = f"COALESCE((SELECT next_seq FROM {marks} m WHERE m.session_key = s.key), 0)"
     return {
@@ -526,5 +535,5 @@ def search_progress_sql(sessions: str, search: str, marks: str, settings: str, p
         "put_setting": (f"INSERT INTO {settings} (name, value) VALUES ({name}, {value})"
                         " ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
         "clear_search_marks": f"DELETE FROM {marks}",
-        "clear_search_rows": f"DELETE FROM {search}",
+        "clear_search_rows": (*(f"DELETE FROM {table}" for table in derived), f"DELETE FROM {search}"),
     }
