@@ -51,7 +51,6 @@ _TABLE_USE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE|COPY)\s+(\w+)(?:\s+(?!WHERE|O
 RETENTION_PER_SESSION = {"archive._SELECT_ARCHIVE": archive._SELECT_ARCHIVE,
                          "archive._INSERT_ARCHIVE": archive._INSERT_ARCHIVE,
                          "archive._DELETE_ARCHIVE": archive._DELETE_ARCHIVE,
-                         "archive._DELETE_SEARCH": archive._DELETE_SEARCH,
                          "archive._DELETE_ENTRIES": archive._DELETE_ENTRIES,
                          "retention._HOLD": retention._HOLD, "retention._UNHOLD": retention._UNHOLD}
 """The retention modules' per-session statements (``Tx.run``, in PostgreSQL's style as the backend runs
