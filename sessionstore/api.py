@@ -328,7 +328,9 @@ class SessionStore:
         return cast("list[SessionEntryDict]", self._entries.path(session_id, leaf_id))
 
     def tree(self, session_id: str) -> list[TreeNode]:
-        """pi's ``getTree``: roots and children in append order, labels resolved, active path marked."""
+        """pi's ``getTree``, with roots and children in append order (pi sorts siblings by their timestamps:
+        the same order unless an entry appended later has an earlier timestamp), labels resolved, the
+        active path marked."""
         return self._entries.tree(session_id)
 
     def labels(self, session_id: str) -> dict[str, Any]:

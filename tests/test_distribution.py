@@ -32,18 +32,20 @@ LOOKUPS = {"head", "head_for_update", "session", "export_head"}
 and not by its key: the first statement of each per-session operation (see the README's Citus section)."""
 CREATES = {"insert_session"}
 """The insert that makes a session's key (an identity value the database draws)."""
-FAN_OUT = {"sessions", "sources", "usage_sums", "counter_sums", "search_lag", "clear_search_marks",
-           "clear_search_rows"}
-"""Statements that read many sessions: the tenant's listing and sync sources, stats across sessions, the
-sessions whose search index lags; and turning the search index off (every session's rows, once)."""
+FAN_OUT = {"sessions", "session_ids_with_prefix", "sources", "usage_sums", "counter_sums", "search_lag",
+           "clear_search_marks", "clear_search_rows"}
+"""Statements that read many sessions: the tenant's listing (and its ids by prefix) and sync sources, stats
+across sessions, the sessions whose search index lags; and turning the search index off (every session's
+rows, once)."""
 DATABASE_WIDE = {"usage_sums", "counter_sums", "clear_search_marks", "clear_search_rows"}
 """Fan-outs not by tenant: of chosen keys (stats), or of every tenant (the index is the database's)."""
 TENANT_TABLES = {"deleted_sources", "put_deleted_source", "forget_deleted_source", "setting", "put_setting"}
 """Statements on ``sessionstore_deleted_sources``, a per-tenant table with no session key (the session is gone),
 and on ``sessionstore_settings`` (the database's, not distributed)."""
 EXTRA_FAN_OUT = {"_SESSIONS_WITH_TEXT": postgres._SESSIONS_WITH_TEXT,
-                 "_SESSIONS_WITH_TEXT_ALL": postgres._SESSIONS_WITH_TEXT_ALL}
-"""The search's fan-out (which sessions hold a text), beside ``STATEMENTS``."""
+                 "_SESSIONS_WITH_TEXT_ALL": postgres._SESSIONS_WITH_TEXT_ALL,
+                 "archive._ARCHIVE_FILES": postgres.PostgresTx.in_driver_style(archive._ARCHIVE_FILES)}
+"""The search's fan-out (which sessions hold a text; the tenant's archived sessions), beside ``STATEMENTS``."""
 
 _TABLE_USE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE|COPY)\s+(\w+)(?:\s+(?!WHERE|ON|SET|WITH|\()(\w+))?", re.I)
 
