@@ -6,8 +6,11 @@ gave (the differential test runs pi itself on thousands more)."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sessionstore.catalog.js_regex import compile_js_regex
 from sessionstore.catalog.search_rules import (
@@ -170,6 +173,21 @@ def test_js_lower() -> None:
     assert js_lower("\ua7cb") == "\u0264"  # Unicode 16, which Python 3.11 does not know
     assert js_lower("Σ\ua7cdΣ") == "σ\ua7cdς"
     assert normalize_whitespace_lower(" A\u00a0\u2028B\x1cC ") == "a b\x1cc"
+
+
+_TRICKY = ("ΑΣ", "Σ", "\ua7cb", "\ua7cd", "\U00010d50", "İ", "ß", "a", "B", " ", "\t", "\n", "\x0b", "\xa0",
+           "\u2028", "\u3000", "\ufeff", "\x1c", "\x1f", "\x85", "\u200b", "\ud83d", "😀", ".")
+
+
+@given(st.lists(st.sampled_from(_TRICKY) | st.text(max_size=3), max_size=12).map("".join))
+def test_the_fast_paths_of_lowercasing_and_whitespace_fold_as_the_rules_do(text: str) -> None:
+    from sessionstore.models.js_text import JS_WHITESPACE, _lower_new, js_string
+
+    # the rules written out: JavaScript's \s runs made one space and trimmed, after toLowerCase
+    runs = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
+    assert normalize_whitespace_lower(text) == runs.sub(" ", js_lower(text)).strip(JS_WHITESPACE)
+    if "\u03a3" not in text:  # (a capital sigma has its own rule, tested above)
+        assert js_lower(text) == _lower_new(js_string(text))
 
 
 # --- matching and sorting --------------------------------------------------------------------------

@@ -33,8 +33,11 @@ _NEW_LOWER: dict[int, int] = {
     **{cp: cp + 0x1B for cp in range(0x16EA0, 0x16EB9)},
 }
 _NEW_UPPER: dict[int, int] = {lower: upper for upper, lower in _NEW_LOWER.items()}
-_NEW_CASED = re.compile("[" + "".join(chr(cp) for pair in _NEW_LOWER.items() for cp in pair) + "]")
+_NEW_CASED_CHARS = tuple(chr(cp) for pair in _NEW_LOWER.items() for cp in pair)
 """The letters Unicode 15-17 gave a case pair (and their partners): cased letters for the final-sigma rule."""
+_NEW_CASED = re.compile("[" + "".join(_NEW_CASED_CHARS) + "]")
+_PY_NOT_JS_WHITESPACE = ("\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\ufeff")
+"""Where ``str.split()``'s whitespace and JavaScript's ``\\s`` differ: Python's only, then JavaScript's only."""
 
 
 def js_string(text: str) -> str:
@@ -58,7 +61,7 @@ def js_lower(text: str) -> str:
     if text.isascii():
         return text.lower()
     text = js_string(text)
-    if _NEW_CASED.search(text) is None:
+    if not any(char in text for char in _NEW_CASED_CHARS):  # (a substring test each: faster than a class)
         return text.lower()
     if "\u03a3" not in text:
         return _lower_new(text)
@@ -99,7 +102,10 @@ def split_js_whitespace(text: str) -> list[str]:
 
 def normalize_whitespace_lower(text: str) -> str:
     """pi's ``normalizeWhitespaceLower``: ``text.toLowerCase().replace(/\\s+/g, " ").trim()``."""
-    return js_trim(_WS_RUN.sub(" ", js_lower(text)))
+    lowered = js_lower(text)
+    if not any(char in lowered for char in _PY_NOT_JS_WHITESPACE):  # (the two whitespaces agree: split is faster)
+        return " ".join(lowered.split())
+    return js_trim(_WS_RUN.sub(" ", lowered))
 
 
 def utf16_units(text: str) -> str:
