@@ -248,10 +248,12 @@ def date_parse(text: str) -> int | None:
     if match is not None:
         a, b, c = (int(g) for g in match.groups()[:3])
         year, month, day = (a, b, c) if len(match.group(1)) > 2 else (c, a, b)
+        if year < 100:  # (the legacy parser's two-digit years, however many digits are written)
+            year += 2000 if year < 50 else 1900
         if not (1 <= month <= 12 and 1 <= day <= 31):
             return None
         hour, minute, second = (int(g or 0) for g in match.groups()[3:])
-        if hour > 24 or minute > 59 or second > 59:
+        if not _legacy_time(hour, minute, second):
             return None
         utc = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000
         return _clip(utc - _local_offset_ms(utc))
@@ -264,9 +266,16 @@ def date_parse(text: str) -> int | None:
     if parsed is None or not re.search(r"[A-Za-z]{3}", text):
         return None
     year, month, day, hour, minute, second = parsed[:6]
+    if not (1 <= day <= 31 and _legacy_time(hour, minute, second)):
+        return None
     utc = ((_days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000
     offset = parsed[9]
     return _clip(utc - offset * 1000 if offset is not None else utc - _local_offset_ms(utc))
+
+
+def _legacy_time(hour: int, minute: int, second: int) -> bool:
+    """Whether V8's legacy parser takes the time of day (24:00:00 is the next day's start)."""
+    return minute <= 59 and second <= 59 and (hour < 24 or (hour == 24 and minute == second == 0))
 
 
 def _iso_ms(match: re.Match[str]) -> int | None:
