@@ -6,6 +6,7 @@ CI), as every missing optional part does: ``pytest.mark.requires(PART)`` (``test
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,11 @@ from tests.paths import FIXTURES, PI_FILES, ROOT
 from tests.requirements import CHROMIUM, POSTGRES, Part, chromium_path, require
 
 __all__ = ["FIXTURES", "PI_FILES", "ROOT"]
+
+# Dates without a zone are local time in JavaScript and here; the expected values (and node, a child
+# process, reading the same dates) assume UTC, so the suite runs in UTC on a machine in any zone.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 PG_URL = os.environ.get("SESSIONSTORE_TEST_PG_URL")
 BACKENDS = [
