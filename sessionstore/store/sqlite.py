@@ -198,8 +198,9 @@ least this many (a shorter needle scans the terms)."""
 _TERMS_WITH = (f"SELECT f.rowid FROM {TERMS_FTS} f JOIN {TERMS} t ON t.id = f.rowid WHERE {TERMS_FTS} MATCH :query"
                " ORDER BY length(t.term)")
 _TERMS_WITH_SCAN = f"SELECT id FROM {TERMS} WHERE instr(term, :needle) > 0 ORDER BY length(term)"
-POSTINGS_BATCH = 200
-"""Terms whose sessions one statement reads (between two checks for "every session found")."""
+POSTINGS_BATCHES = (1, 8, 64, 512)
+"""Terms whose sessions one statement reads, the shortest terms first (the needle itself when it is a
+term, often the most common), between two checks for "every session found"; the last size repeats."""
 _SESSIONS_WITH_ROW = (
     f"SELECT value FROM json_each(:keys) WHERE EXISTS (SELECT 1 FROM {SEARCH} WHERE rowid BETWEEN"
     f" value * {ROWID_SESSION} AND value * {ROWID_SESSION} + {ROWID_SESSION - 1} AND instr(text, :needle) > 0)"
@@ -263,12 +264,15 @@ class SqliteTx(StatementTx):
             terms = [row[0] for row in self._all(_TERMS_WITH_SCAN, {"needle": needle})]
         found: set[int] = set()
         every = None
-        for first in range(0, len(terms), POSTINGS_BATCH):
-            batch = terms[first:first + POSTINGS_BATCH]
-            self.cursor.execute(f"SELECT session_key FROM {POSTINGS} WHERE term_id IN ({', '.join('?' * len(batch))})",
-                                batch)
+        first, sizes = 0, iter(POSTINGS_BATCHES)
+        while first < len(terms):
+            size = next(sizes, POSTINGS_BATCHES[-1])
+            batch = terms[first:first + size]
+            first += size
+            self.cursor.execute(f"SELECT DISTINCT session_key FROM {POSTINGS} WHERE term_id IN"
+                                f" ({', '.join('?' * len(batch))})", batch)
             found.update(key for (key,) in self.cursor.fetchall())
-            if first + POSTINGS_BATCH < len(terms):
+            if first < len(terms):
                 every = self._one(_SESSION_COUNT, {})[0] if every is None else every
                 if len(found) >= every:
                     break
