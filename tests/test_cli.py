@@ -602,6 +602,17 @@ def test_the_store_reads_session_ids_by_prefix_taken_literally_in_its_tenant(sto
         store.session_ids_with_prefix("a", limit=-1)
 
 
+def test_leaf_none_is_the_empty_context_before_the_first_entry(run: Any, store: SessionStore) -> None:
+    sid = store.create_session(cwd="/w")
+    store.append_message(sid, user("hello"))
+    shown = json.loads(run("context", sid, "--leaf", "none", "--json").stdout)
+    assert (shown["leafId"], shown["messages"], shown["llm"]) == (None, [], [])
+    assert shown == store.context(sid, leaf_id=None).to_json()
+    checked = run("validate", sid, "--leaf", "none", "--json")
+    assert checked.exit_code == 0 and json.loads(checked.stdout)["valid"] is True
+    assert json.loads(run("context", sid, "--json").stdout)["messages"]  # (not given: the session's leaf)
+
+
 def test_an_ambiguous_session_prefix_counts_its_sessions(run: Any, store: SessionStore) -> None:
     for n in range(12):
         store.create_session(cwd="/w", session_id=f"same-{n:02d}")

@@ -653,6 +653,18 @@ ENTRY_PREFIX = 4
 """The shortest entry-id prefix a command expands (a shorter ENTRY must be a whole id)."""
 
 
+NO_LEAF = "none"
+"""What ``--leaf`` (and ``branch``'s ENTRY) takes for no leaf: before the first entry (pi's ``resetLeaf``)."""
+
+
+def leaf_arg(leaf: str | None) -> Any:
+    """A ``--leaf`` value as the library takes it: ``UNSET`` when not given (the session's leaf), ``None``
+    for :data:`NO_LEAF`, else the entry id."""
+    from sessionstore.store.records import UNSET
+
+    return UNSET if leaf is None else None if leaf == NO_LEAF else leaf
+
+
 def entry_prefixes(*names: str) -> Callable[[F], F]:
     """A command whose parameters ``names`` name entries of its SESSION (or, with ``--latest``, of the
     most recent session): each given value is expanded to the full id before the command runs

@@ -27,6 +27,7 @@ from sessionstore.cli.app import (
     fail,
     handle_errors,
     json_option,
+    leaf_arg,
     nl_option,
     pass_ctx,
     say,
@@ -34,7 +35,6 @@ from sessionstore.cli.app import (
     terminal_columns,
     write_bytes,
 )
-from sessionstore.store.records import UNSET
 from sessionstore.views import archived_marked, context_payload, json_bytes, session_item, session_list
 
 
@@ -42,7 +42,8 @@ from sessionstore.views import archived_marked, context_payload, json_bytes, ses
 @click.argument("session", type=TEXT, required=False)
 @click.option("--latest", is_flag=True, help="The most recently active session (pi's --continue); with --cwd, of DIR.")
 @click.option("--cwd", default=None, type=TEXT, metavar="DIR", help="With --latest: the latest session of DIR.")
-@click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Build the context at this entry.")
+@click.option("--leaf", "leaf", metavar="ENTRY_ID", default=None, type=TEXT,
+              help="Build the context at this entry ('none': before the first entry, an empty context).")
 @click.option("--provider-safe", is_flag=True, help="Drop error/aborted turns, add results for unanswered calls.")
 @click.option("--full", is_flag=True, help="Do not shorten long texts in the readable output.")
 @click.option("--payload", "as_payload", is_flag=True,
@@ -83,15 +84,15 @@ def context(ctx: Ctx, session: str | None, latest: bool, cwd: str | None, leaf: 
         session_id = ctx.session_id(session)
     if as_payload:
         emit_json(context_payload(ctx.store, session_id, provider=str(provider), model=str(model_id),
-                                        leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe,
+                                        leaf_id=leaf_arg(leaf), provider_safe=provider_safe,
                                         system_prompt=system_prompt))
         return
     if as_json:  # streamed: the same bytes as emit_json(result.to_json()), in bounded memory
         with binary_stdout() as out:
-            ctx.store.write_context_json(session_id, out, leaf_id=UNSET if leaf is None else leaf,
+            ctx.store.write_context_json(session_id, out, leaf_id=leaf_arg(leaf),
                                          provider_safe=provider_safe)
         return
-    result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf, provider_safe=provider_safe)
+    result = ctx.store.context(session_id, leaf_id=leaf_arg(leaf), provider_safe=provider_safe)
     say(render.render_context(result, limit=None if full else 400))
 
 
@@ -193,7 +194,8 @@ def export(ctx: Ctx, session: str, output: str, as_html: bool) -> None:
 
 @click.command()
 @click.argument("session", type=TEXT)
-@click.option("--leaf", metavar="ENTRY_ID", default=None, type=TEXT, help="Validate the context at this entry.")
+@click.option("--leaf", metavar="ENTRY_ID", default=None, type=TEXT,
+              help="Validate the context at this entry ('none': before the first entry).")
 @json_option
 @pass_ctx
 @handle_errors
@@ -212,7 +214,7 @@ def validate(ctx: Ctx, session: str, leaf: str | None, as_json: bool) -> None:
     from sessionstore.context import project
 
     session_id = ctx.session_id(session)
-    result = ctx.store.context(session_id, leaf_id=UNSET if leaf is None else leaf)
+    result = ctx.store.context(session_id, leaf_id=leaf_arg(leaf))
     safe = project(cast(list[dict[str, Any]], result.messages), result.entry_ids, provider_safe_repairs=True).llm
     findings = _classified(result.diagnostics, safe)
     errors = sum(1 for severity, _ in findings if severity == "error")
