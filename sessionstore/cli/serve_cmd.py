@@ -105,13 +105,17 @@ def _bind(host: str, port: int) -> socket.socket:
               help="Apply the tenants' retention policies this often (one worker at a time, across hosts; 0: never).")
 @click.option("--archive-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="Where the retention run puts archive files (default: beside the database).")
+@click.option("--regex-timeout", type=click.FloatRange(min=0), default=ServiceConfig.regex_timeout, show_default=True,
+              metavar="SECONDS", help="Stop a re: search after this long (it runs in a child process; 0: in the"
+                                      " worker, never stopped).")
 @pass_ctx
 @handle_errors
 def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_origins: tuple[str, ...],
           ssl_certfile: str | None, ssl_keyfile: str | None, max_body: int, max_import_body: int,
           max_entries: int, graceful_timeout: float, metrics_public: bool, body_timeout: float,
           body_min_rate: int, token_cache: float, rate_limit: str | None, feed_heartbeat: float, feed_queue: int,
-          feed_queue_bytes: int, feed_cut_grace: float, retention_interval: float, archive_dir: str | None) -> None:
+          feed_queue_bytes: int, feed_cut_grace: float, retention_interval: float, archive_dir: str | None,
+          regex_timeout: float) -> None:
     """Serve the HTTP API (SPEC 15) on uvicorn; stops on SIGTERM or Ctrl-C, gracefully (exit status 0).
 
     Requests need 'Authorization: Bearer <token>' (sessionstore token create); the token alone decides the
@@ -131,7 +135,7 @@ def serve(ctx: Ctx, host: str, port: int, workers: int, no_auth: bool, cors_orig
     ctx.local_store.close()  # (opened once here: a bad database is one error line before anything listens)
     config = ServiceConfig(url=ctx.url, no_auth=no_auth, cors_origins=cors_origins, token_cache=token_cache,
                            metrics_public=metrics_public,
-                           rate_limit=budget, retention_interval=retention_interval,
+                           rate_limit=budget, retention_interval=retention_interval, regex_timeout=regex_timeout,
                            archive_dir=None if archive_dir is None else os.path.abspath(archive_dir),
                            limits=Limits(max_body=max_body, max_import_body=max_import_body,
                                          max_entries=max_entries, body_timeout=body_timeout,

@@ -90,6 +90,9 @@ class ServiceConfig:
     """Seconds between the scheduled retention runs (``service.retention_task``; 0: none)."""
     archive_dir: str | None = None
     """Where archive files go (None: ``store.archive.default_archive_dir`` of the database)."""
+    regex_timeout: float = 10.0
+    """Seconds a ``re:`` search may run, in a child process (``service.regex_search``; 0: in the worker,
+    unbounded)."""
 
     def to_env(self) -> dict[str, str]:
         """The environment a worker process needs to rebuild this configuration."""
@@ -113,4 +116,5 @@ class ServiceConfig:
             rate_limit=RateLimit(**data["rate_limit"]) if data.get("rate_limit") else None,
             retention_interval=float(data.get("retention_interval", 3600.0)),
             archive_dir=data.get("archive_dir"),
+            regex_timeout=float(data.get("regex_timeout", 10.0)),
         )

@@ -14,6 +14,7 @@ from typing import IO, Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import Response
 
 from sessionstore import views
@@ -21,9 +22,11 @@ from sessionstore.api import SessionStore
 from sessionstore.catalog.defaults import HITS_PER_SESSION
 from sessionstore.errors import StoreError
 from sessionstore.models import js
+from sessionstore.models.js_text import js_trim
 from sessionstore.service import bodies
 from sessionstore.service.deps import ReaderStore
 from sessionstore.service.problems import ProblemError
+from sessionstore.service.regex_search import search_in_child
 from sessionstore.service.streaming import Pipe, PipedResponse, piped
 from sessionstore.store.records import UNSET, SessionInfo
 
@@ -211,13 +214,19 @@ async def all_stats(store: ReaderStore, by: Literal["model", "day"] | None = Non
 
 @router.get("/search", response_class=Response,
             responses={200: {"description": "search --json", "content": {JSON_TYPE: {}}}})
-async def search(store: ReaderStore, q: str, cwd: str | None = None,
+async def search(request: Request, store: ReaderStore, q: str, cwd: str | None = None,
                  limit: Annotated[int, Query(ge=0)] = 20,
                  sort: Literal["relevance", "recent"] = "relevance", everything: bool = False,
                  hits: Annotated[int, Query(ge=0)] = HITS_PER_SESSION, archived: bool = False) -> Response:
-    """pi's session-picker search: ``search --json``."""
-    results = await run_in_threadpool(lambda: store.search(q, cwd=cwd, limit=limit, sort=sort,
-                                                           everything=everything, hits=hits, archived=archived))
+    """pi's session-picker search: ``search --json``. A ``re:`` query runs in a child process, stopped
+    after ``serve --regex-timeout`` seconds (``service.regex_search``)."""
+    options: dict[str, Any] = {"cwd": cwd, "limit": limit, "sort": sort, "everything": everything, "hits": hits,
+                               "archived": archived}
+    timeout = request.app.state.config.regex_timeout
+    if timeout > 0 and js_trim(q).startswith("re:"):  # (pi's regex mode, as parse_query tells it)
+        found = await run_in_threadpool(search_in_child, store.url, store.tenant, q, options, timeout)
+        return _json(found)
+    results = await run_in_threadpool(lambda: store.search(q, **options))
     return _json([r.to_json() for r in results])
 
 
