@@ -226,3 +226,38 @@ def test_a_database_at_0015_keeps_its_index_through_0017_and_back(engine: Engine
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM sessionstore_search_fts"
                                      " WHERE sessionstore_search_fts MATCH '\"new needle\"'")).scalar_one() == 1
+
+
+
+def logged_frames(path: Any) -> int:
+    """Pages in the WAL of the SQLite file ``path`` since it last started again from its beginning (what
+    a passive checkpoint reports; it copies them, which changes nothing a test here looks at)."""
+    import sqlite3
+
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        return int(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+    finally:
+        connection.close()
+
+
+def test_a_catch_up_copies_the_wal_it_wrote_into_the_database_so_that_the_next_append_does_not(
+        tmp_path: Any) -> None:
+    path = tmp_path / "s.db"
+    with SessionStore(f"sqlite:///{path}") as store:
+        sid = store.create_session(cwd="/w")
+        for i in range(100):
+            user(store, sid, f"message {i} " + "words " * 150)
+        calls: list[int] = []
+        checkpoint = store._entries.backend.checkpoint
+
+        def counted() -> None:
+            calls.append(1)
+            checkpoint()
+
+        store._entries.backend.checkpoint = counted  # type: ignore[method-assign]
+        assert store.search("message 99") and calls == [1]
+        assert store.search("message 99") and calls == [1]  # (nothing left to index: no checkpoint)
+        user(store, sid, "the first append after the catch-up")
+        # the append started the WAL again from its beginning: it holds that append's pages only
+        assert logged_frames(path) <= 10

@@ -204,6 +204,8 @@ def catch_up(store: EntryStore) -> int:
                     done += max(0, count - mark)
         except StoreError:
             return done
+    if done:
+        store.backend.checkpoint()  # (the index's pages are copied now, not by an append later)
     return done
 
 

@@ -497,6 +497,13 @@ class Backend(Protocol):
         an import (many rows through ``Tx.bulk_sink``)."""
         ...
 
+    def checkpoint(self) -> None:
+        """Write what committed transactions logged into the database itself now, so that a write that
+        logged many pages (the search index's catch-up) pays for copying them, not the appends after it
+        (SQLite: a passive checkpoint of the WAL, skipped where a reader or writer is in the way;
+        PostgreSQL: nothing, its server checkpoints on its own schedule). Never raises."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -516,6 +523,9 @@ class TenantBackend:
 
     def write(self, *, bulk: bool = False) -> AbstractContextManager[Tx]:
         return self.shared.write(tenant=self.tenant, bulk=bulk)
+
+    def checkpoint(self) -> None:
+        self.shared.checkpoint()
 
     def close(self) -> None:
         if self._owner:

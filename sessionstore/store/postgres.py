@@ -443,5 +443,8 @@ class PostgresBackend:
         finally:
             raw.close()
 
+    def checkpoint(self) -> None:
+        """(The server checkpoints on its own schedule.)"""
+
     def close(self) -> None:
         self.engine.dispose()

@@ -489,6 +489,22 @@ class SqliteBackend:
             else:
                 raw.close()
 
+    def checkpoint(self) -> None:
+        """A passive checkpoint on this thread's connection: the WAL's pages that no reader still needs
+        are copied into the database file now (and the next write starts the WAL from its beginning),
+        not by the automatic checkpoint in whichever append next brings the WAL to 1,000 pages. Skipped
+        inside one of this thread's transactions; an error (a busy or read-only file) leaves the copy to
+        the automatic checkpoint."""
+        if getattr(self._local, "busy", False):
+            return
+        with suppress(Exception):
+            raw, _own = self._own_connection(write=False)
+            cursor = raw.cursor()
+            try:
+                cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                cursor.close()
+
     def close(self) -> None:
         with self._lock:
             kept, self._kept = list(self._kept.items()), weakref.WeakKeyDictionary()
