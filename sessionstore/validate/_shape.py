@@ -19,7 +19,7 @@ from typing import Any, Final
 from sessionstore.models.roles import BUILTIN_ROLES
 from sessionstore.models.wire import ContentBlockDict
 from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind, kind_of
-from sessionstore.validate._fast import Calls, plainly_valid
+from sessionstore.validate._fast import Calls, plain_calls, plainly_valid
 from sessionstore.validate._finding import Finding
 from sessionstore.validate._json_object import find_json_object_problem
 from sessionstore.validate._linkage import ToolCallRecord, ToolResultRecord
@@ -112,8 +112,8 @@ the linkage pass, all that its validation contributes."""
 def plain_verdict(raw: object) -> Verdict | None:
     """The :data:`Verdict` of a message the compiled rules accept; ``None`` leaves it to
     :func:`scan_message_fully`. Never raises."""
-    calls: Calls = []
-    if not plainly_valid(raw, calls):
+    calls = plain_calls(raw)
+    if calls is None:
         return None
     if raw["role"] == "toolResult":  # type: ignore[index]
         return tuple(calls), (raw["toolCallId"], raw["toolName"])  # type: ignore[index]

@@ -65,11 +65,9 @@ def validate_messages(
     and is not checked again; its tool records go to the linkage pass. Returns the diagnostics,
     exactly :func:`validate_transcript`'s, and every message's verdict (``None`` where the full rules
     read it: something to report, or not plain data), for the caller to remember."""
-    ids: tuple[str | None, ...] = ()
     scan: _shape.ShapeScan | None = None
     found: list[_shape.Verdict | None] = []
     try:
-        ids = _entry_ids(entry_ids)
         scan = _shape.ShapeScan(_roles(known_roles))
         add_call, add_result, remember = scan.calls.append, scan.results.append, found.append
         plain_verdict = _shape.plain_verdict
@@ -94,6 +92,7 @@ def validate_messages(
             Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
         )
         found.extend([None] * (len(messages) - len(found)))
+    ids = _entry_ids(entry_ids) if findings else ()  # (read only for what has something to report)
     return tuple(_diagnostic(finding, ids) for finding in findings), found
 
 
