@@ -151,12 +151,18 @@ class TranscriptValidation:
         index = self._count
         self._count = index + 1
         scan = self._scan
-        records = len(scan.calls) + len(scan.results)
-        if _shape.scan_plain_message(scan, index, message):  # (never raises)
-            if len(scan.calls) + len(scan.results) != records:
-                self._ids[index] = exact_str(entry_id)
+        verdict = _shape.plain_verdict(message)  # (never raises)
+        if verdict is not None:
+            calls, result = verdict
+            for block_index, call_id, name in calls:
+                scan.calls.append(ToolCallRecord(index, block_index, call_id, name, True))
+            if result is not None:
+                scan.results.append(ToolResultRecord(index, result[0], result[1], True))
+            elif not calls:
+                return
+            self._ids[index] = exact_str(entry_id)
             return
-        before = len(scan.findings) + records
+        before = len(scan.findings) + len(scan.calls) + len(scan.results)
         try:
             _shape.scan_message_fully(scan, index, message)
         except Exception as exc:
