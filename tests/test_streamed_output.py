@@ -216,7 +216,7 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
     assert_same_outputs(store, sid, [UNSET, "n59", "n5"])
 
 
-@pytest.mark.parametrize("output", ["file", "pipe"])
+@pytest.mark.parametrize("output", ["file", "appended file", "pipe"])
 @pytest.mark.parametrize("spooled_bytes", [1, 1 << 20])
 def test_a_file_or_pipe_gets_the_same_bytes_from_the_spooled_sections(
     store: SessionStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str, spooled_bytes: int
@@ -233,10 +233,12 @@ def test_a_file_or_pipe_gets_the_same_bytes_from_the_spooled_sections(
     for leaf in [UNSET, None, *(e["id"] for e in entries)]:
         for safe in (False, True):
             expected = in_memory_context(store, sid, leaf, safe)
-            if output == "file":
-                with (tmp_path / "out.json").open("wb") as fp:
+            if output != "pipe":  # (O_APPEND: an output sendfile may refuse, then the bytes are copied)
+                (tmp_path / "out.json").write_bytes(b"before\n")
+                with (tmp_path / "out.json").open("ab" if output == "appended file" else "wb") as fp:
                     store.write_context_json(sid, fp, leaf_id=leaf, provider_safe=safe)
                 got = (tmp_path / "out.json").read_bytes()
+                got = got.removeprefix(b"before\n") if output == "appended file" else got
             else:
                 got = _through_a_pipe(partial(store.write_context_json, sid, leaf_id=leaf, provider_safe=safe))
             assert got == expected, (leaf, safe)
