@@ -18,7 +18,8 @@ reused with ``--keep DIR`` when the database there already holds the session). E
 the best of ``--repeat`` runs, from spawn to exit (start-up included, as a user sees it). ``startup``
 is ``sessionstore --version``: the fixed cost in every row.
 
-Targets (issue 14 item 2): peak RSS < 300 MB for each command; ``context --json`` time <= 2x ``export``'s.
+Targets: peak RSS < 300 MB for each command (issue 14 item 2); ``context --json`` time <= 3x ``export``'s (issue 25,
+which moved issue 14's 2x to 3x; pi 1.6's node on the same file is the other bound: ``benchmarks/pi_read.mjs``).
 
     python benchmarks/memory.py [--mb 200] [--modes linear,compacted] [--repeat 2] [--keep DIR] [--pg-url URL]
     python benchmarks/memory.py --quick
@@ -58,7 +59,7 @@ from _common import (
 Json = dict[str, Any]
 
 TARGET_RSS_MB = 300.0
-TARGET_CONTEXT_RATIO = 2.0
+TARGET_CONTEXT_RATIO = 3.0
 RSS_MARK = "BENCH-PEAK-RSS-KB "
 _RUNNER = f"""
 import atexit, os, sys

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,53 @@ def test_the_stream_reads_the_path_in_pages(store: SessionStore, monkeypatch: py
     entries.append(msg("t", "k", user("tail")))
     sid = store.import_entries(HEADER, entries).session_id
     assert_same_outputs(store, sid, [UNSET, "n59", "n5"])
+
+
+@pytest.mark.parametrize("output", ["file", "appended file", "pipe"])
+@pytest.mark.parametrize("spooled_bytes", [1, 1 << 20])
+def test_a_file_or_pipe_gets_the_same_bytes_from_the_spooled_sections(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, output: str, spooled_bytes: int
+) -> None:
+    """Written to a real file or a pipe (the spooled projected messages sent by the kernel once they are
+    on disk, or read back while in memory), the context is the same bytes, at every leaf of the odd
+    session, provider-safe or not."""
+    from sessionstore.context import stream
+
+    monkeypatch.setattr(stream, "SPOOL_IN_MEMORY", spooled_bytes)
+    entries = odd_session()
+    sid = store.import_entries(HEADER, entries).session_id
+    store.branch(sid, "lb")
+    for leaf in [UNSET, None, *(e["id"] for e in entries)]:
+        for safe in (False, True):
+            expected = in_memory_context(store, sid, leaf, safe)
+            if output != "pipe":  # (O_APPEND: an output sendfile may refuse, then the bytes are copied)
+                (tmp_path / "out.json").write_bytes(b"before\n")
+                with (tmp_path / "out.json").open("ab" if output == "appended file" else "wb") as fp:
+                    store.write_context_json(sid, fp, leaf_id=leaf, provider_safe=safe)
+                got = (tmp_path / "out.json").read_bytes()
+                got = got.removeprefix(b"before\n") if output == "appended file" else got
+            else:
+                got = _through_a_pipe(partial(store.write_context_json, sid, leaf_id=leaf, provider_safe=safe))
+            assert got == expected, (leaf, safe)
+
+
+def _through_a_pipe(write: Any) -> bytes:
+    import os
+    import threading
+
+    read_end, write_end = os.pipe()
+    received: list[bytes] = []
+
+    def drain() -> None:
+        with os.fdopen(read_end, "rb") as source:
+            received.append(source.read())
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    with os.fdopen(write_end, "wb") as fp:
+        write(fp)
+    reader.join()
+    return received[0]
 
 
 def test_a_text_only_stdout_gets_whole_characters(monkeypatch: pytest.MonkeyPatch) -> None:

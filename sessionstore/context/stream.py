@@ -8,7 +8,8 @@ each entry goes through the steps :func:`~sessionstore.context.build.build_sessi
 through validation (:class:`~sessionstore.validate.transcript.TranscriptValidation`) and projection
 (``convert_message``, :class:`~sessionstore.context.project.ProviderSafe`), as the in-memory path
 does, and is written at once. The projected messages (``llm``) follow all the messages in the JSON:
-they are written meanwhile to a temporary file (in memory while small) and copied after; a projected
+they are written meanwhile to a temporary file (in memory while small) and copied after (by the
+kernel, ``os.sendfile``, once the file is on disk and the output is a file or a pipe); a projected
 message that is the message itself (most are) is written from the same bytes. The diagnostics come
 last in the JSON, so they are known by then. What the pass must know before the first entry comes
 from the store: the path's last compaction, the slice's ``context_edit`` entries and the two entries
@@ -17,6 +18,8 @@ that set the thinking level and the model.
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -153,8 +156,7 @@ def write_context_json(
         llm_out.flush()
         out.put(b',\n  "llm": ')
         out.flush()
-        spool.seek(0)
-        shutil.copyfileobj(spool, fp, 1 << 20)
+        _copy_spool(spool, fp)
     diagnostics = selection.diagnostics()
     edit_diagnostics(edit_entries, targets_met, diagnostics)
     diagnostics.extend(built)
@@ -164,6 +166,37 @@ def write_context_json(
     tail = _skeleton(session_id, leaf_id, thinking_level, model, diagnostics)
     out.put(tail[tail.index(_LLM_KEY) + len(_LLM_KEY):] + b"\n")
     out.flush()
+
+
+def _copy_spool(spool: IO[bytes], fp: IO[bytes]) -> None:
+    """Write the spooled bytes to ``fp``: sent by the kernel from the file to ``fp``'s descriptor when the
+    spool is on disk (it holds more than ``SPOOL_IN_MEMORY``) and ``fp`` has one that ``os.sendfile``
+    writes to (a file, a pipe); else read back and written a MiB at a time."""
+    spool.flush()
+    size = spool.tell()
+    start = 0
+    out_fd = _fileno(fp) if size > SPOOL_IN_MEMORY else None
+    if out_fd is not None:
+        fp.flush()
+        try:
+            while start < size and (sent := os.sendfile(out_fd, spool.fileno(), start, size - start)):
+                start += sent
+        except OSError as exc:
+            if exc.errno not in _NO_SENDFILE:
+                raise
+    spool.seek(start)
+    shutil.copyfileobj(spool, fp, 1 << 20)
+
+
+_NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ESPIPE})
+"""What ``os.sendfile`` says of an output it cannot write to (a terminal, say): the bytes are then copied."""
+
+
+def _fileno(file: IO[bytes]) -> int | None:
+    try:
+        return file.fileno()
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is both of the last two)
+        return None
 
 
 def _entry_id(entry: Mapping[str, Any]) -> str | None:

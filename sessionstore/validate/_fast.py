@@ -42,6 +42,9 @@ def _compile(kind: WireKind) -> Check:
     if kind.variants:
         blocks = _compile_blocks(kind.variants)
         return lambda value: type(value) is list and blocks(value, None)
+    if allowed == {"object"} and fields is not None and values is None:
+        object_fields = fields  # (usage and its cost: the one test this kind needs)
+        return lambda value: type(value) is dict and object_fields(value)
 
     def check(value: Any) -> bool:
         kind_name = _JSON_TYPE.get(type(value))
@@ -194,21 +197,30 @@ _MESSAGE_CHECKS: Final = {role: _compile_message(declared) for role, declared in
 _CALLS_ALLOWED: Final = frozenset({"assistant"})
 
 
-def plainly_valid(message: object, calls: Calls) -> bool:
-    """Whether ``message`` is a plain ``dict`` of a built-in role with nothing to report; its tool calls
-    are appended to ``calls`` (only when it is accepted). Never raises: what raises when read (a key
-    whose equality raises) is left to the full rules, which report it."""
+def plain_calls(message: object) -> Calls | None:
+    """The tool calls of ``message`` when it is a plain ``dict`` of a built-in role with nothing to
+    report (``[]`` when it has none), else ``None``. Never raises: what raises when read (a key whose
+    equality raises) is left to the full rules, which report it."""
     if type(message) is not dict:
-        return False
+        return None
     found: Calls = []
     try:
         role = message.get("role")
         check = _MESSAGE_CHECKS.get(role) if type(role) is str else None
         if check is None or not check(message, found):
-            return False
+            return None
     except Exception:
-        return False
+        return None
     if found and role not in _CALLS_ALLOWED:
+        return None
+    return found
+
+
+def plainly_valid(message: object, calls: Calls) -> bool:
+    """Whether ``message`` is a plain ``dict`` of a built-in role with nothing to report; its tool calls
+    are appended to ``calls`` (only when it is accepted). Never raises (see :func:`plain_calls`)."""
+    found = plain_calls(message)
+    if found is None:
         return False
     calls.extend(found)
     return True

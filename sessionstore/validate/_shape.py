@@ -19,7 +19,7 @@ from typing import Any, Final
 from sessionstore.models.roles import BUILTIN_ROLES
 from sessionstore.models.wire import ContentBlockDict
 from sessionstore.models.wire_shape import MESSAGE_FIELDS, WireField, WireKind, kind_of
-from sessionstore.validate._fast import Calls, plainly_valid
+from sessionstore.validate._fast import plain_calls
 from sessionstore.validate._finding import Finding
 from sessionstore.validate._json_object import find_json_object_problem
 from sessionstore.validate._linkage import ToolCallRecord, ToolResultRecord
@@ -93,8 +93,8 @@ def scan_plain_message(scan: ShapeScan, index: int, raw: object) -> bool:
     """The compiled rules' answer for a message of plain JSON data with nothing to report: its tool
     records are recorded and ``True`` returned; ``False`` (nothing recorded) leaves the message to
     :func:`scan_message_fully`. Never raises."""
-    calls: Calls = []
-    if not plainly_valid(raw, calls):
+    calls = plain_calls(raw)
+    if calls is None:
         return False
     for block_index, call_id, name in calls:
         scan.calls.append(ToolCallRecord(index, block_index, call_id, name, True))
@@ -112,8 +112,8 @@ the linkage pass, all that its validation contributes."""
 def plain_verdict(raw: object) -> Verdict | None:
     """The :data:`Verdict` of a message the compiled rules accept; ``None`` leaves it to
     :func:`scan_message_fully`. Never raises."""
-    calls: Calls = []
-    if not plainly_valid(raw, calls):
+    calls = plain_calls(raw)
+    if calls is None:
         return None
     if raw["role"] == "toolResult":  # type: ignore[index]
         return tuple(calls), (raw["toolCallId"], raw["toolName"])  # type: ignore[index]

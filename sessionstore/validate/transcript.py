@@ -65,11 +65,9 @@ def validate_messages(
     and is not checked again; its tool records go to the linkage pass. Returns the diagnostics,
     exactly :func:`validate_transcript`'s, and every message's verdict (``None`` where the full rules
     read it: something to report, or not plain data), for the caller to remember."""
-    ids: tuple[str | None, ...] = ()
     scan: _shape.ShapeScan | None = None
     found: list[_shape.Verdict | None] = []
     try:
-        ids = _entry_ids(entry_ids)
         scan = _shape.ShapeScan(_roles(known_roles))
         add_call, add_result, remember = scan.calls.append, scan.results.append, found.append
         plain_verdict = _shape.plain_verdict
@@ -94,6 +92,7 @@ def validate_messages(
             Finding(None, "VALIDATION_INTERNAL_ERROR", f"validation stopped: {describe_exception(exc)}")
         )
         found.extend([None] * (len(messages) - len(found)))
+    ids = _entry_ids(entry_ids) if findings else ()  # (read only for what has something to report)
     return tuple(_diagnostic(finding, ids) for finding in findings), found
 
 
@@ -152,12 +151,18 @@ class TranscriptValidation:
         index = self._count
         self._count = index + 1
         scan = self._scan
-        records = len(scan.calls) + len(scan.results)
-        if _shape.scan_plain_message(scan, index, message):  # (never raises)
-            if len(scan.calls) + len(scan.results) != records:
-                self._ids[index] = exact_str(entry_id)
+        verdict = _shape.plain_verdict(message)  # (never raises)
+        if verdict is not None:
+            calls, result = verdict
+            for block_index, call_id, name in calls:
+                scan.calls.append(ToolCallRecord(index, block_index, call_id, name, True))
+            if result is not None:
+                scan.results.append(ToolResultRecord(index, result[0], result[1], True))
+            elif not calls:
+                return
+            self._ids[index] = exact_str(entry_id)
             return
-        before = len(scan.findings) + records
+        before = len(scan.findings) + len(scan.calls) + len(scan.results)
         try:
             _shape.scan_message_fully(scan, index, message)
         except Exception as exc:
