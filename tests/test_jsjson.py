@@ -5,6 +5,7 @@ JSON.stringify and skip when node is not installed."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
@@ -279,3 +280,31 @@ def test_random_doubles_match_node_number_to_string() -> None:
     numbers = [random_number(rng, allow_nan=True) for _ in range(20000)]
     (expected,) = node_stringify([(numbers, None)])
     assert js_dumps(numbers) == expected
+
+
+_DIGIT_KEYED = [
+    {"role": "user", "content": "x", "1": 2, "b": 1, "timestamp": 5},
+    {"role": "user", "content": "x", "timestamp": 5, "meta": {"z": 1, "10": "ten", "2": "two", "02": "not an index",
+                                                            "4294967295": "too big", "4294967294": "last index"}},
+    {"role": "user", "content": [{"type": "text", "text": "y", "0": [{"b": 1, "7": 7}]}], "timestamp": 5},
+]
+
+
+@needs_node
+@pytest.mark.parametrize("message", _DIGIT_KEYED, ids=range(len(_DIGIT_KEYED)))
+def test_an_appended_message_is_stored_with_its_keys_in_javascripts_order(tmp_path: Any, message: Any) -> None:
+    """pi's appendMessage writes ``JSON.stringify`` of a JavaScript object, which holds its array-index keys
+    first: the stored line's message is what node writes for the same object."""
+    from sessionstore.api import SessionStore
+
+    with SessionStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        sid = store.create_session(cwd="/w")
+        store.append_message(sid, message)
+        out = io.BytesIO()
+        store.export_jsonl(sid, out)
+    line = out.getvalue().splitlines()[-1].decode()
+    stored = line[line.index('"message":') + len('"message":'):-1]
+    node = subprocess.run([str(NODE), "-e", "process.stdout.write(JSON.stringify(JSON.parse(require('fs')"
+                           ".readFileSync(0, 'utf8'))))"], input=json.dumps(message), capture_output=True, text=True,
+                          check=True).stdout
+    assert stored == node

@@ -4,6 +4,7 @@ module names no database (see ``backend`` for the contract, ``sqlite`` and ``pos
 
 from __future__ import annotations
 
+import copy
 import os
 import uuid
 from array import array
@@ -81,7 +82,7 @@ from sessionstore.store.tenant import DEFAULT_TENANT, check_tenant
 from sessionstore.validate import Diagnostic
 from sessionstore.wire.codec import decode_payloads, dump_line, json_loads, within_json_depth
 from sessionstore.wire.jsjson import gc_paused
-from sessionstore.wire.migrate import CURRENT_VERSION
+from sessionstore.wire.migrate import CURRENT_VERSION, DIGITS_KEY_TEXT, in_js_key_order
 
 if TYPE_CHECKING:  # (the file reader is imported by the imports and syncs that read a file)
     from sqlalchemy import Engine
@@ -1351,6 +1352,8 @@ def stored_payload(entry: Json) -> str:
         raise InvalidInputError(f"a {entry.get('type')!r} entry is not JSON data: {exc}") from None
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and not within_json_depth(entry):
         raise too_deep
+    if DIGITS_KEY_TEXT.search(text):  # (a JavaScript object holds its array-index keys first, as pi writes them)
+        text = dump_line(in_js_key_order(copy.deepcopy(entry)), finite_only=True)[:-1].decode("utf-8")
     return text
 
 

@@ -22,6 +22,8 @@ CURRENT_VERSION = 3
 _MAX_ARRAY_INDEX = 2**32 - 2
 _DIGITS_KEY = re.compile(rb'"(?:[0-9]|\\u003[0-9])+"\s*:')
 """A key of digits only (raw or escaped) in a line's text: where none is, no key is an array index."""
+DIGITS_KEY_TEXT = re.compile(_DIGITS_KEY.pattern.decode())
+"""The same, in a ``str``."""
 
 
 def v1_entry_id(index: int) -> str:
