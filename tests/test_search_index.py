@@ -7,6 +7,7 @@ indexed by the upgrade and back by the downgrade."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from sessionstore.api import SessionStore
 from sessionstore.models.entry_catalog import index_form
 from sessionstore.models.js_text import normalize_whitespace_lower
 from sessionstore.store import archive, erasure, migrate
+from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
 
 WORDS = ["alpha", "beta", "gamma", "the", "then", "other", "file", "files", "profile", "e", "x", "qx",
@@ -78,10 +80,20 @@ def _key(store: SessionStore, sid: str) -> int:
         return int(tx.run("SELECT key FROM sessionstore_sessions WHERE id = :sid", {"sid": sid}).fetchone()[0])
 
 
-def test_a_sessions_terms_go_with_it_unless_another_holds_them(store: SessionStore, db_engine: Engine,
+@pytest.fixture
+def sqlite_store(tmp_path: Any) -> Iterator[tuple[SessionStore, Engine]]:
+    """A store on a SQLite file, with an engine of its own: the vocabulary is SQLite's (PostgreSQL indexes
+    the rows' text with pg_trgm)."""
+    url = f"sqlite:///{tmp_path / 'vocabulary.db'}"
+    with SessionStore(url) as store:
+        engine = make_engine(url)
+        yield store, engine
+        engine.dispose()
+
+
+def test_a_sessions_terms_go_with_it_unless_another_holds_them(sqlite_store: tuple[SessionStore, Engine],
                                                                 tmp_path: Any) -> None:
-    if db_engine.dialect.name != "sqlite":
-        pytest.skip("the vocabulary is SQLite's (PostgreSQL indexes the rows' text with pg_trgm)")
+    store, db_engine = sqlite_store
     sids = {}
     for name, words in (("a", "shared only-a"), ("b", "shared only-b"), ("c", "shared only-c"), ("d", "only-d")):
         sids[name] = store.create_session(cwd="/w")
@@ -104,12 +116,12 @@ def test_a_sessions_terms_go_with_it_unless_another_holds_them(store: SessionSto
     assert {"shared", "only-c", "only-d"} <= _vocabulary(db_engine)[0]
 
 
-def test_a_database_at_0017_is_indexed_by_the_upgrade_and_back_by_the_downgrade(engine: Engine) -> None:
-    if engine.dialect.name != "sqlite":
-        pytest.skip("revision 0018 changes SQLite's index only")
+def test_a_database_at_0017_is_indexed_by_the_upgrade_and_back_by_the_downgrade(tmp_path: Any) -> None:
+    """(SQLite: revision 0018 changes SQLite's index only.)"""
     from alembic import command
 
-    url = engine.url.render_as_string(hide_password=False)
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
     migrate.upgrade(engine, "0017")
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO sessionstore_sessions (tenant, id, version, cwd, created, header,"
@@ -139,3 +151,4 @@ def test_a_database_at_0017_is_indexed_by_the_upgrade_and_back_by_the_downgrade(
                                  " WHERE sessionstore_search_fts MATCH '\"ld need\"'")).scalar_one() == 1
         assert conn.execute(text("SELECT count(*) FROM sqlite_master WHERE name LIKE 'sessionstore_search_terms%'"
                                  " OR name LIKE 'sessionstore_search_postings%'")).scalar_one() == 0
+    engine.dispose()

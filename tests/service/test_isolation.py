@@ -68,6 +68,7 @@ TENANT_ROUTES = [
     Route("GET", f"/v1/search?q={MARKER}&everything=true", "/v1/search"),
     Route("GET", "/v1/stats?by=model", "/v1/stats"),
     Route("GET", "/v1/stats?by=day", "/v1/stats"),
+    Route("GET", f"/v1/session-ids?prefix={A_SESSION[:5]}", "/v1/session-ids"),
 ]
 """Routes over the caller's whole tenant: B's answers never hold A's data."""
 
