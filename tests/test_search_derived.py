@@ -192,18 +192,14 @@ def test_every_search_finds_every_entry_appended_before_it_started_with_concurre
     assert sum(len(r.hits) for r in store.search("common", hits=10_000)) == 2 * writers * appends
 
 
-def test_a_database_at_0015_keeps_its_index_through_0017_and_back(engine: Engine) -> None:
-    """Search rows written at 0015 (with their appends) are complete: 0017 marks every session indexed to
-    its end and rebuilds SQLite's FTS table; a downgrade indexes what lagged (0015's appends expect it)."""
-    from alembic import command
-
-    url = engine.url.render_as_string(hide_password=False)
-    migrate.upgrade(engine, "0015")
+def old_session(engine: Engine) -> int:
+    """Session ``old`` written as a store before 0017 wrote it: one entry (``An old needle``) with its search
+    row, in the same transaction; its key."""
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO sessionstore_sessions (tenant, id, version, cwd, created, header,"
                           " entry_count, message_count, deleting, active_ms)"
                           " VALUES ('default', 'old', 3, '/w', '2025-01-01T00:00:00.000Z', '{}', 1, 1, FALSE, 0)"))
-        key = conn.execute(text("SELECT key FROM sessionstore_sessions")).scalar_one()
+        key = int(conn.execute(text("SELECT key FROM sessionstore_sessions")).scalar_one())
         payload = ('{"type":"message","id":"e0","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
                    '"message":{"role":"user","content":"An old needle","timestamp":1}}')
         conn.execute(text("INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth,"
@@ -212,6 +208,17 @@ def test_a_database_at_0015_keeps_its_index_through_0017_and_back(engine: Engine
         rowid = f"{key} * 4294967296" if engine.dialect.name == "sqlite" else "DEFAULT"
         conn.execute(text(f"INSERT INTO sessionstore_search (rowid, session_key, seq, role, text, extra)"
                           f" VALUES ({rowid}, :key, 0, 'user', 'an old needle', '')"), {"key": key})
+    return key
+
+
+def test_a_database_at_0015_keeps_its_index_through_0017_and_back(engine: Engine) -> None:
+    """Search rows written at 0015 (with their appends) are complete: 0017 marks every session indexed to
+    its end and rebuilds SQLite's FTS table; a downgrade indexes what lagged (0015's appends expect it)."""
+    from alembic import command
+
+    url = engine.url.render_as_string(hide_password=False)
+    migrate.upgrade(engine, "0015")
+    old_session(engine)
     assert migrate.upgrade(engine) == SCHEMA_REVISION  # (through 0018: SQLite's terms backfilled)
     assert marks(engine) == [1]
     with SessionStore(url) as store:

@@ -19,6 +19,7 @@ from sessionstore.models.js_text import normalize_whitespace_lower
 from sessionstore.store import archive, erasure, migrate
 from sessionstore.store.engine import make_engine
 from sessionstore.store.revision import SCHEMA_REVISION
+from tests.test_search_derived import old_session
 
 WORDS = ["alpha", "beta", "gamma", "the", "then", "other", "file", "files", "profile", "e", "x", "qx",
          "naïve", "ÉCOLE", "straße", "日本語", "😀", "a.b", "foo(bar)", "path/to/file.ts", "--flag=1", '"q"',
@@ -123,18 +124,8 @@ def test_a_database_at_0017_is_indexed_by_the_upgrade_and_back_by_the_downgrade(
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
     migrate.upgrade(engine, "0017")
+    key = old_session(engine)
     with engine.begin() as conn:
-        conn.execute(text("INSERT INTO sessionstore_sessions (tenant, id, version, cwd, created, header,"
-                          " entry_count, message_count, deleting, active_ms)"
-                          " VALUES ('default', 'old', 3, '/w', '2025-01-01T00:00:00.000Z', '{}', 1, 1, FALSE, 0)"))
-        key = conn.execute(text("SELECT key FROM sessionstore_sessions")).scalar_one()
-        payload = ('{"type":"message","id":"e0","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",'
-                   '"message":{"role":"user","content":"An old needle","timestamp":1}}')
-        conn.execute(text("INSERT INTO sessionstore_entries (session_key, seq, entry_id, parent_seq, run_start, depth,"
-                          " ctx_depth, type, payload) VALUES (:key, 0, 'e0', NULL, 0, 0, 0, 'message', :payload)"),
-                     {"key": key, "payload": payload})
-        conn.execute(text("INSERT INTO sessionstore_search (rowid, session_key, seq, role, text, extra)"
-                          " VALUES (:key * 4294967296, :key, 0, 'user', 'an old needle', '')"), {"key": key})
         conn.execute(text("INSERT INTO sessionstore_search_marks (session_key, next_seq) VALUES (:key, 1)"),
                      {"key": key})
     assert migrate.upgrade(engine) == SCHEMA_REVISION
