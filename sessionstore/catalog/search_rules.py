@@ -47,6 +47,7 @@ __all__ = [
     "filter_and_sort",
     "fuzzy_match",
     "has_session_name",
+    "is_regex_query",
     "js_lower",
     "match_session",
     "needles",
@@ -90,13 +91,21 @@ class ParsedQuery:
     unsupported: bool = False
 
 
+REGEX_PREFIX = "re:"
+
+
+def is_regex_query(query: str) -> bool:
+    """Whether ``parseSearchQuery`` reads ``query`` in regex mode (``re:`` after trimming)."""
+    return js_trim(query).startswith(REGEX_PREFIX)
+
+
 def parse_query(query: str) -> ParsedQuery:
     """``parseSearchQuery(query)``: regex mode for ``re:<pattern>``, else fuzzy tokens and quoted phrases."""
     trimmed = js_trim(query)
     if not trimmed:
         return ParsedQuery("tokens")
-    if trimmed.startswith("re:"):
-        return _parse_regex(js_trim(trimmed[3:]))
+    if is_regex_query(trimmed):
+        return _parse_regex(js_trim(trimmed[len(REGEX_PREFIX):]))
     tokens = _scan_tokens(trimmed)
     if tokens is None:  # a quote left open: plain whitespace tokenization, quotes kept
         words = [word for word in split_js_whitespace(trimmed) if word]

@@ -20,9 +20,9 @@ from starlette.responses import Response
 from sessionstore import views
 from sessionstore.api import SessionStore
 from sessionstore.catalog.defaults import HITS_PER_SESSION
+from sessionstore.catalog.search_rules import is_regex_query
 from sessionstore.errors import StoreError
 from sessionstore.models import js
-from sessionstore.models.js_text import js_trim
 from sessionstore.service import bodies
 from sessionstore.service.deps import ReaderStore
 from sessionstore.service.problems import ProblemError
@@ -223,7 +223,7 @@ async def search(request: Request, store: ReaderStore, q: str, cwd: str | None =
     options: dict[str, Any] = {"cwd": cwd, "limit": limit, "sort": sort, "everything": everything, "hits": hits,
                                "archived": archived}
     timeout = request.app.state.config.regex_timeout
-    if timeout > 0 and js_trim(q).startswith("re:"):  # (pi's regex mode, as parse_query tells it)
+    if timeout > 0 and is_regex_query(q):
         found = await run_in_threadpool(search_in_child, store.url, store.tenant, q, options, timeout)
         return _json(found)
     results = await run_in_threadpool(lambda: store.search(q, **options))
