@@ -28,6 +28,7 @@ from sessionstore import assistant_message
 from sessionstore.api import SessionStore
 from sessionstore.errors import InvalidInputError, SessionStoreError
 from sessionstore.store.entry_store import EntryStore
+from tests.requirements import NODE
 
 Json = dict[str, Any]
 T = "2025-01-01T00:00:01.000Z"
@@ -268,6 +269,18 @@ JS_DATES_DIFFERING = {
     "Thu, 01 Jan 2026 24:00:00 GMT": 1767312000000,
 }
 JS_DATES_LEGACY = {"2025-001": 1735689600000, "2025-1-1": 1735689600000}  # V8's legacy parser; not ported
+
+
+@pytest.mark.requires(NODE)
+def test_the_tables_of_javascript_dates_are_what_node_computes() -> None:
+    """The expected values above are ``new Date(stamp).getTime()`` in node itself (UTC, as the suite runs)."""
+    stamps = {**JS_DATES_AGREED, **JS_DATES_DIFFERING, **JS_DATES_LEGACY}
+    script = ("const a = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(a.map(s => { const t = new Date(s).getTime();"
+              " return Number.isNaN(t) ? null : t; })))")
+    done = subprocess.run(["node", "-e", script], input=json.dumps(list(stamps)), capture_output=True, text=True,
+                          check=True, env={**os.environ, "TZ": "UTC"})
+    assert dict(zip(stamps, json.loads(done.stdout), strict=True)) == stamps
 
 
 def custom_message_timestamp(tmp_path: Path, stamp: str) -> Any:
